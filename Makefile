@@ -1,0 +1,52 @@
+# Orrery's entry points. `make run` and `make test` work on a fresh Debian 12 machine: each installs
+# what is missing (scripts/install-deps.sh), configures and builds the release preset, then runs.
+.PHONY: all deps build run test bench validate check-asan fuzz docs clean
+
+PRESET ?= release
+BUILD := build/$(PRESET)
+ORRERY := $(BUILD)/orrery
+RUN_ARGS ?=
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	@cmake --preset $(PRESET) > /dev/null
+	@cmake --build --preset $(PRESET)
+
+# The default scenario (see README.md); extra arguments through RUN_ARGS.
+run: build
+	@$(ORRERY) phold --lps 16384 --start-events 16 --remote 0.1 --lookahead 0.1 --end 20 $(RUN_ARGS)
+
+test: build
+	@ctest --preset $(PRESET)
+
+bench: build
+	@bench/run_benchmarks.sh $(BUILD)
+
+validate: build
+	@tools/validate.sh $(BUILD)
+
+# AddressSanitizer + UBSan build of everything, running the test suite (label-filtered as in
+# CMakePresets.json).
+check-asan: deps
+	@cmake --preset asan-ubsan > /dev/null
+	@cmake --build --preset asan-ubsan
+	@ctest --preset asan-ubsan
+
+# libFuzzer targets (clang), each run for a bounded time (FUZZ_SECONDS, default 60).
+fuzz:
+	@scripts/install-deps.sh fuzz
+	@cmake --preset fuzz > /dev/null
+	@cmake --build --preset fuzz
+	@ctest --preset fuzz
+
+# Regenerates docs/config.md from the schema.
+docs: build
+	@ORRERY_UPDATE_DOCS=1 $(BUILD)/tests/config_tests --gtest_filter='ConfigReference.*' > /dev/null
+	@echo "docs/config.md regenerated"
+
+clean:
+	rm -rf build

@@ -1,0 +1,54 @@
+// orrery: the command-line entry point. Errors end here: main prints them and exits non-zero.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "pdes/communicator.h"
+#include "util/error.h"
+#include "util/version.h"
+
+int main(int argc, char** argv) {
+  using namespace orrery;
+  CLI::App app{"Orrery simulates distributed ML training on accelerator clusters.", "orrery"};
+  app.set_version_flag("--version", std::string(version()));
+  app.require_subcommand(1, 1);
+  cli::GlobalOptions global;
+  app.add_option("--log-level", global.log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+
+  std::map<const CLI::App*, cli::Action> actions;
+  auto add = [&](cli::Action action) { actions[app.get_subcommands({}).back()] = std::move(action); };
+  add(cli::register_phold(app, global));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  try {
+    for (const auto& [command, action] : actions) {
+      if (command->parsed()) {
+        return action();
+      }
+    }
+    return 2;
+  } catch (const OrreryError& error) {
+    if (!pdes::is_secondary_failure(error)) {
+      std::fprintf(stderr, "orrery: %s\n", error.what());
+    }
+    switch (error.code()) {
+      case ErrorCode::kConfig:
+      case ErrorCode::kParse:
+      case ErrorCode::kInvalidInput:
+      case ErrorCode::kIo:
+        return 2;
+      default:
+        return 1;
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "orrery: internal error: %s\n", error.what());
+    return 1;
+  }
+}

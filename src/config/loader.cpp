@@ -1,0 +1,130 @@
+#include "config/loader.h"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace orrery::config {
+namespace {
+
+bool is_index(const std::string& component) {
+  return !component.empty() && component.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::string line_of(const std::string& text, int line) {
+  std::istringstream stream(text);
+  std::string current;
+  for (int i = 0; i <= line && std::getline(stream, current); ++i) {
+  }
+  return current;
+}
+
+void set_path(YAML::Node node, const std::vector<std::string>& path, std::size_t at,
+              const YAML::Node& value, const std::string& assignment) {
+  const std::string& component = path[at];
+  const bool last = at + 1 == path.size();
+  if (node.IsSequence()) {
+    if (!is_index(component) || std::stoul(component) >= node.size()) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("--set {}: '{}' is not an index of a list with {} entries",
+                                    assignment, component, node.size()));
+    }
+    const std::size_t index = std::stoul(component);
+    if (last) {
+      node[index] = value;
+    } else {
+      set_path(node[index], path, at + 1, value, assignment);
+    }
+    return;
+  }
+  if (!node.IsMap() && !node.IsNull()) {
+    throw OrreryError(ErrorCode::kConfig,
+                      fmt::format("--set {}: cannot set '{}' inside a scalar value", assignment, component));
+  }
+  if (last) {
+    node[component] = value;
+    return;
+  }
+  YAML::Node child = node[component];
+  if (!child.IsDefined() || child.IsNull() || child.IsScalar()) {
+    node[component] = YAML::Node(YAML::NodeType::Map);
+  }
+  set_path(node[component], path, at + 1, value, assignment);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> apply_overrides(YAML::Node& root,
+                                                   const std::vector<std::string>& assignments) {
+  std::map<std::string, std::string> applied;
+  for (const std::string& assignment : assignments) {
+    const auto equals = assignment.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("--set {}: expected key.path=value", assignment));
+    }
+    const std::string key = assignment.substr(0, equals);
+    const std::string value_text = assignment.substr(equals + 1);
+    std::vector<std::string> path;
+    std::string normalised;
+    std::size_t start = 0;
+    while (start <= key.size()) {
+      const auto dot = key.find('.', start);
+      const std::string component = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      if (component.empty()) {
+        throw OrreryError(ErrorCode::kConfig, fmt::format("--set {}: empty key component", assignment));
+      }
+      path.push_back(component);
+      normalised += is_index(component) ? "[" + component + "]" : (normalised.empty() ? "" : ".") + component;
+      if (dot == std::string::npos) {
+        break;
+      }
+      start = dot + 1;
+    }
+    YAML::Node value;
+    try {
+      value = value_text.empty() ? YAML::Node(YAML::NodeType::Null) : YAML::Load(value_text);
+    } catch (const YAML::Exception& error) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("--set {}: the value is not valid YAML ({})", assignment, error.msg));
+    }
+    set_path(root, path, 0, value, assignment);
+    applied[normalised] = assignment;
+  }
+  return applied;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& error) {
+    const int line = error.mark.line;
+    throw OrreryError(ErrorCode::kParse, "invalid YAML: " + error.msg,
+                      SourceLocation{file, static_cast<std::uint32_t>(line + 1),
+                                     static_cast<std::uint32_t>(error.mark.column + 1),
+                                     line >= 0 ? line_of(text, line) : std::string()});
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot read '{}'", path));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void throw_if_errors(const std::vector<Error>& errors) {
+  if (errors.empty()) {
+    return;
+  }
+  Error first = errors.front();
+  for (std::size_t i = 1; i < errors.size(); ++i) {
+    first.notes.push_back("also: " + errors[i].render());
+  }
+  throw OrreryError(std::move(first));
+}
+
+}  // namespace orrery::config

@@ -1,0 +1,77 @@
+// The `system` section: nodes, the scale-up domain, injection delay and collective algorithms.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "config/schema.h"
+
+namespace orrery::config {
+
+enum class CollectiveAlgorithm { kAuto, kRing, kTree, kHalvingDoubling, kDirect, kHierarchical, kInSwitch };
+inline std::span<const EnumName<CollectiveAlgorithm>> enum_names(CollectiveAlgorithm) {
+  static constexpr EnumName<CollectiveAlgorithm> kNames[] = {
+      {CollectiveAlgorithm::kAuto, "auto"},
+      {CollectiveAlgorithm::kRing, "ring"},
+      {CollectiveAlgorithm::kTree, "tree"},
+      {CollectiveAlgorithm::kHalvingDoubling, "halving_doubling"},
+      {CollectiveAlgorithm::kDirect, "direct"},
+      {CollectiveAlgorithm::kHierarchical, "hierarchical"},
+      {CollectiveAlgorithm::kInSwitch, "in_switch"}};
+  return kNames;
+}
+
+struct ScaleUpConfig {
+  double bandwidth_gbps = 450.0;
+  double latency_ns = 300.0;
+  bool in_switch_reduction = false;
+
+  template <class V>
+  void fields(V& v) {
+    v("bandwidth_GBps", bandwidth_gbps,
+      "Per-device scale-up bandwidth per direction (GB/s, 1e9 B/s), e.g. NVLink4 450.", positive());
+    v("latency_ns", latency_ns, "Device-to-device latency across the scale-up switch (ns).", nonnegative());
+    v("in_switch_reduction", in_switch_reduction,
+      "The scale-up switch reduces in the network (NVLink SHARP / NVLS).");
+  }
+};
+
+struct CollectiveChoice {
+  CollectiveAlgorithm all_reduce = CollectiveAlgorithm::kAuto;
+  CollectiveAlgorithm all_gather = CollectiveAlgorithm::kAuto;
+  CollectiveAlgorithm reduce_scatter = CollectiveAlgorithm::kAuto;
+  CollectiveAlgorithm all_to_all = CollectiveAlgorithm::kAuto;
+  CollectiveAlgorithm collective_broadcast = CollectiveAlgorithm::kAuto;
+
+  template <class V>
+  void fields(V& v) {
+    v("all_reduce", all_reduce, "Algorithm for all-reduce; auto follows the NCCL-like rule in docs/collectives.md.");
+    v("all_gather", all_gather, "Algorithm for all-gather.");
+    v("reduce_scatter", reduce_scatter, "Algorithm for reduce-scatter.");
+    v("all_to_all", all_to_all, "Algorithm for all-to-all.");
+    v("collective_broadcast", collective_broadcast, "Algorithm for broadcast.");
+  }
+};
+
+struct SystemConfig {
+  std::uint32_t devices_per_node = 8;
+  ScaleUpConfig scale_up;
+  double endpoint_delay_ns = 1000.0;
+  CollectiveChoice collectives;
+  std::uint32_t chunks = 4;
+
+  template <class V>
+  void fields(V& v) {
+    v("devices_per_node", devices_per_node, "Devices in one scale-up domain (node).", at_least(1));
+    v("scale_up", scale_up, "The scale-up domain (NVSwitch-like) inside a node.");
+    v("endpoint_delay_ns", endpoint_delay_ns,
+      "Injection delay every transfer pays before it reaches the network (ns); also the engine's "
+      "lookahead, so it must be positive.",
+      positive());
+    v("collectives", collectives, "Collective algorithm per kind.");
+    v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",
+      at_least(1));
+  }
+};
+
+}  // namespace orrery::config
