@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark and prints its table. Figures that go into bench/RESULTS.md are
+# copied from this output together with the command that produced them.
+set -euo pipefail
+build=${1:-build/release}
+root=$(cd "$(dirname "$0")/.." && pwd)
+echo "== machine"
+lscpu | grep -E 'Model name|^CPU\(s\)|L2|L3' || true
+echo
+echo "== event queue (hold model)"
+"$build/bench/queue_bench" --benchmark_min_time=0.3
+echo
+echo "== PHOLD grid"
+/usr/bin/python3 "$root/bench/phold_grid.py" --orrery "$build/orrery" --mpirun "$root/scripts/mpirun.sh"
