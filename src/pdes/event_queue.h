@@ -26,6 +26,11 @@ inline bool entry_before(const QueueEntry& a, const QueueEntry& b) {
   return a.time < b.time || (a.time == b.time && a.tie < b.tie);
 }
 
+// entry_before as a function object, so that algorithms inline it.
+struct EntryBefore {
+  bool operator()(const QueueEntry& a, const QueueEntry& b) const { return entry_before(a, b); }
+};
+
 template <unsigned Arity>
 class DaryHeap {
   static_assert(Arity >= 2);

@@ -14,7 +14,8 @@ class PholdModel {
  public:
   explicit PholdModel(const PholdParams& params)
       : num_lps_(params.lps),
-        remote_(params.remote),
+        // remote decision from one 32-bit draw: remote iff draw < remote * 2^32
+        remote_threshold_(static_cast<std::uint64_t>(params.remote * 4294967296.0)),
         increment_mean_(params.mean - params.lookahead),
         lookahead_(SimTime::from_seconds(params.lookahead * kSecondsPerUnit)) {}
 
@@ -26,7 +27,7 @@ class PholdModel {
   void handle(Engine<NoPayload>& engine, const Event<NoPayload>& event) {
     Random& random = engine.random();
     const SimTime delay = draw_increment(random);
-    const LpId destination = random.uniform() < remote_ ? random.below(num_lps_) : event.destination;
+    const LpId destination = random.next_u32() < remote_threshold_ ? random.below(num_lps_) : event.destination;
     engine.send(destination, delay, NoPayload{});
   }
 
@@ -34,7 +35,7 @@ class PholdModel {
 
  private:
   LpId num_lps_;
-  double remote_;
+  std::uint64_t remote_threshold_;
   double increment_mean_;
   SimTime lookahead_;
 };

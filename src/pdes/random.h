@@ -3,6 +3,7 @@
 // of state, a distinct stream per LP id.
 #pragma once
 
+#include <boost/random/exponential_distribution.hpp>
 #include <cmath>
 #include <cstdint>
 #include <pcg_random.hpp>
@@ -25,8 +26,11 @@ class Random {
   }
   // Uniform integer in [0, bound), without modulo bias. bound > 0.
   std::uint32_t below(std::uint32_t bound) { return engine_(bound); }
-  // Exponential with the given mean: -mean * ln(U') with U' = 1 - U uniform in (0, 1].
-  double exponential(double mean) { return -mean * std::log(1.0 - uniform()); }
+  // Exponential with the given mean, by Boost.Random's ziggurat (Marsaglia and Tsang 2000): a table
+  // lookup and one comparison in about 98% of draws, a logarithm only in the tail.
+  double exponential(double mean) {
+    return mean * boost::random::exponential_distribution<double>(1.0)(engine_);
+  }
 
  private:
   pcg32 engine_;
