@@ -40,7 +40,7 @@ check-asan: deps
 fuzz:
 	@scripts/install-deps.sh fuzz
 	@cmake --preset fuzz > /dev/null
-	@cmake --build --preset fuzz
+	@cmake --build --preset fuzz --target fuzzers
 	@ctest --preset fuzz
 
 # Regenerates docs/config.md from the schema.
