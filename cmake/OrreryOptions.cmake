@@ -11,7 +11,7 @@ endif()
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC 12 reports false positives from std::variant / inlined containers at -O2.
   target_compile_options(orrery_options INTERFACE -Wno-maybe-uninitialized -Wno-array-bounds
-    -Wno-stringop-overflow -Wno-dangling-reference)
+    -Wno-stringop-overflow)
   target_compile_options(orrery_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-null-dereference>)
 endif()
 if(ORRERY_SANITIZE)
