@@ -37,17 +37,9 @@ void FatTreeRouting::route(std::uint16_t plane, std::uint32_t from, std::uint32_
   path.push_back(graph_.require_link(here, tree_.host_vertex(plane, to)));
 }
 
-void DragonflyRouting::route_routers(std::uint16_t plane, std::uint32_t from, std::uint32_t to, std::uint64_t hash,
-                                     std::vector<LinkId>& path) const {
-  if (from == to) {
-    return;
-  }
+VertexId DragonflyRouting::hop_to_group(std::uint16_t plane, std::uint32_t from, std::uint32_t to_group,
+                                        std::uint64_t hash, std::vector<LinkId>& path) const {
   const std::uint32_t from_group = dragonfly_.group_of_router(from);
-  const std::uint32_t to_group = dragonfly_.group_of_router(to);
-  if (from_group == to_group) {
-    path.push_back(graph_.require_link(dragonfly_.router_vertex(plane, from), dragonfly_.router_vertex(plane, to)));
-    return;
-  }
   const auto ports = dragonfly_.ports_between(from_group, to_group);
   const std::uint32_t port = ports[hash % ports.size()];
   const std::uint32_t exit = from_group * dragonfly_.routers_per_group() + port / dragonfly_.global_per_router();
@@ -56,9 +48,16 @@ void DragonflyRouting::route_routers(std::uint16_t plane, std::uint32_t from, st
   }
   const LinkId global = dragonfly_.global_link(plane, from_group, port);
   path.push_back(global);
-  const std::uint32_t entry = dragonfly_.router_of_vertex(plane, graph_.link(global).to);
-  if (entry != to) {
-    path.push_back(graph_.require_link(dragonfly_.router_vertex(plane, entry), dragonfly_.router_vertex(plane, to)));
+  return dragonfly_.router_of_vertex(plane, graph_.link(global).to);
+}
+
+void DragonflyRouting::route_routers(std::uint16_t plane, std::uint32_t from, std::uint32_t to, std::uint64_t hash,
+                                     std::vector<LinkId>& path) const {
+  if (dragonfly_.group_of_router(from) != dragonfly_.group_of_router(to)) {
+    from = hop_to_group(plane, from, dragonfly_.group_of_router(to), hash, path);
+  }
+  if (from != to) {
+    path.push_back(graph_.require_link(dragonfly_.router_vertex(plane, from), dragonfly_.router_vertex(plane, to)));
   }
 }
 
@@ -71,19 +70,16 @@ void DragonflyRouting::route(std::uint16_t plane, std::uint32_t from, std::uint3
   const std::uint32_t groups = dragonfly_.groups();
   const std::uint32_t source_group = dragonfly_.group_of_router(source);
   const std::uint32_t destination_group = dragonfly_.group_of_router(destination);
+  std::uint32_t here = source;
   if (valiant_ && groups > 2 && source_group != destination_group) {
     // The k-th group that is neither the source's nor the destination's.
     std::uint32_t middle = static_cast<std::uint32_t>(hash_combine(hash, 1) % (groups - 2));
     for (const std::uint32_t skip : {std::min(source_group, destination_group), std::max(source_group, destination_group)}) {
       middle += middle >= skip ? 1 : 0;
     }
-    const std::uint32_t via = middle * dragonfly_.routers_per_group() +
-                              static_cast<std::uint32_t>(hash_combine(hash, 2) % dragonfly_.routers_per_group());
-    route_routers(plane, source, via, hash, path);
-    route_routers(plane, via, destination, hash_combine(hash, 3), path);
-  } else {
-    route_routers(plane, source, destination, hash, path);
+    here = hop_to_group(plane, source, middle, hash_combine(hash, 2), path);
   }
+  route_routers(plane, here, destination, hash, path);
   path.push_back(graph_.require_link(dragonfly_.router_vertex(plane, destination), dragonfly_.host_vertex(plane, to)));
 }
 

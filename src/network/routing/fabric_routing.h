@@ -28,9 +28,9 @@ class FatTreeRouting final : public FabricRouting {
 
 // minimal: local hop to the router owning a global port to the destination group, the global
 // link, local hop to the destination router (at most 3 router-to-router hops); the port among
-// several is chosen by hash(src, dst, flow key). valiant (Valiant 1982; Kim et al. 2008): minimal
-// to a router of an intermediate group chosen by the same hash (not the source's or the
-// destination's group), then minimal to the destination.
+// several is chosen by hash(src, dst, flow key). valiant (Valiant 1982; Kim et al. 2008): first a
+// global hop to an intermediate group chosen by the same hash (neither the source's nor the
+// destination's), then minimal from the router where it lands (at most 5 hops, loop-free).
 class DragonflyRouting final : public FabricRouting {
  public:
   DragonflyRouting(const Dragonfly& dragonfly, const Graph& graph, bool valiant)
@@ -39,6 +39,10 @@ class DragonflyRouting final : public FabricRouting {
              std::vector<LinkId>& path) const override;
 
  private:
+  // Local hop to the router owning a global port to `to_group` (chosen by hash), then the global
+  // link; returns the router where it lands.
+  VertexId hop_to_group(std::uint16_t plane, std::uint32_t from, std::uint32_t to_group, std::uint64_t hash,
+                        std::vector<LinkId>& path) const;
   void route_routers(std::uint16_t plane, std::uint32_t from, std::uint32_t to, std::uint64_t hash,
                      std::vector<LinkId>& path) const;
   const Dragonfly& dragonfly_;
