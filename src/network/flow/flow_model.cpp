@@ -70,7 +70,8 @@ SimTime FlowModel::next_event_time() {
   if (!deliveries_.empty() && deliveries_.front().time < next) {
     next = deliveries_.front().time;
   }
-  return next;
+  // A caller that started a transfer after skipping a delivery time gets it now, not in the past.
+  return next.is_max() ? next : std::max(next, now_);
 }
 
 void FlowModel::advance(SimTime time, std::vector<Delivery>& delivered) {
@@ -139,7 +140,7 @@ void FlowModel::remove_from_links(std::uint32_t slot) {
 }
 
 // The flows to re-solve: every active flow (full), or those reachable from the changed flows'
-// links through links they share (incremental), in id order; their links in id order.
+// links through links they share (incremental), in id order; and their links.
 void FlowModel::collect_component() {
   ++epoch_;
   component_flows_.clear();
@@ -179,9 +180,15 @@ void FlowModel::collect_component() {
       }
     }
   }
-  std::sort(component_flows_.begin(), component_flows_.end(),
-            [this](std::uint32_t a, std::uint32_t b) { return flows_[a].id < flows_[b].id; });
-  std::sort(component_links_.begin(), component_links_.end());
+  // Canonical flow order; links keep discovery order (the solver breaks ties on link ids).
+  order_.clear();
+  for (const std::uint32_t slot : component_flows_) {
+    order_.emplace_back(flows_[slot].id, slot);
+  }
+  std::sort(order_.begin(), order_.end());
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    component_flows_[i] = order_[i].second;
+  }
 }
 
 void FlowModel::solve() {
@@ -192,6 +199,7 @@ void FlowModel::solve() {
   for (std::uint32_t i = 0; i < component_links_.size(); ++i) {
     link_local_[component_links_[i]] = i;
     problem_.capacity.push_back(graph.link(component_links_[i]).bandwidth.value);
+    problem_.link_key.push_back(component_links_[i]);
   }
   for (const std::uint32_t slot : component_flows_) {
     for (const LinkId link : flows_[slot].path) {

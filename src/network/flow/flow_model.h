@@ -12,7 +12,7 @@
 //   - remaining bytes are integers: at a rate change, sent = floor(rate * elapsed), and a flow
 //     keeps at least one byte until its finish time;
 //   - finish = last update + remaining / rate rounded up to a whole picosecond (SimTime rule);
-//   - flows are handed to the solver in transfer-id order and links in link-id order;
+//   - flows are handed to the solver in transfer-id order, and link ties break on link ids;
 //   - a flow whose new rate is bit-identical to its old one is left untouched, so a full
 //     re-solve of every flow and the incremental re-solve give bit-identical results (tested).
 #pragma once
@@ -103,6 +103,7 @@ class FlowModel final : public NetworkModel {
   std::vector<Delivery> deliveries_;   // min-heap on (time, id)
   // Re-solve scratch.
   std::vector<std::uint32_t> component_flows_;
+  std::vector<std::pair<TransferId, std::uint32_t>> order_;
   std::vector<LinkId> component_links_;
   SharingProblem problem_;
   std::vector<double> rates_;

@@ -12,7 +12,7 @@ namespace {
 struct Later {
   template <class Entry>
   bool operator()(const Entry& a, const Entry& b) const {
-    return a.share != b.share ? a.share > b.share : a.link > b.link;
+    return a.share != b.share ? a.share > b.share : a.key > b.key;
   }
 };
 
@@ -43,17 +43,26 @@ void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rat
   heap_.clear();
   for (std::uint32_t l = 0; l < links; ++l) {
     if (unfixed_[l] > 0) {
-      heap_.push_back(Entry{residual_[l] / unfixed_[l], l});
+      heap_.push_back(Entry{residual_[l] / unfixed_[l], problem.link_key.empty() ? l : problem.link_key[l], l});
     }
   }
   std::make_heap(heap_.begin(), heap_.end(), Later{});
+  // Heap entries are lower bounds of their link's share: fixing a flow at the smallest share s
+  // turns another link's share R / n into (R - s) / (n - 1) >= R / n, so shares only grow and a
+  // link is re-queued with its current share when an outdated entry surfaces, instead of on
+  // every change (one heap operation per stale pop rather than per flow-link incidence).
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
     const Entry top = heap_.back();
     heap_.pop_back();
     const std::uint32_t bottleneck = top.link;
-    // Stale entries: the link is done, or its share changed since this entry was pushed.
-    if (unfixed_[bottleneck] == 0 || residual_[bottleneck] / unfixed_[bottleneck] != top.share) {
+    if (unfixed_[bottleneck] == 0) {
+      continue;
+    }
+    const double share = residual_[bottleneck] / unfixed_[bottleneck];
+    if (share > top.share) {
+      heap_.push_back(Entry{share, top.key, bottleneck});
+      std::push_heap(heap_.begin(), heap_.end(), Later{});
       continue;
     }
     for (std::uint32_t i = link_begin_[bottleneck]; i < link_begin_[bottleneck + 1]; ++i) {
@@ -62,15 +71,11 @@ void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rat
         continue;
       }
       fixed_[f] = 1;
-      rates[f] = top.share;
+      rates[f] = share;
       for (std::uint32_t j = problem.flow_begin[f]; j < problem.flow_begin[f + 1]; ++j) {
         const std::uint32_t link = problem.flow_links[j];
-        residual_[link] = std::max(0.0, residual_[link] - top.share);
+        residual_[link] = std::max(0.0, residual_[link] - share);
         --unfixed_[link];
-        if (link != bottleneck && unfixed_[link] > 0) {
-          heap_.push_back(Entry{residual_[link] / unfixed_[link], link});
-          std::push_heap(heap_.begin(), heap_.end(), Later{});
-        }
       }
     }
   }

@@ -3,8 +3,8 @@
 // are interchangeable (SimGrid's lmm design) and chosen by name.
 //
 // Determinism contract: the rates of a component depend only on that component — solving it
-// alone or together with other components gives bit-identical rates — and flows and links are
-// visited in the order given (canonical: flows by transfer id, links by link id).
+// alone or together with other components gives bit-identical rates. Flows are visited in the
+// order given (canonical: by transfer id); ties between links break on their keys (link ids).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,9 @@ namespace orrery::network {
 struct SharingProblem {
   // Link capacities (bytes per second), indexed by problem link index.
   std::vector<double> capacity;
+  // The canonical tie-break key of each link (its global link id), so that links need not be
+  // listed in canonical order; empty: the index is the key.
+  std::vector<std::uint32_t> link_key;
   // Flow f uses links flow_links[flow_begin[f] .. flow_begin[f + 1]) (problem link indices).
   std::vector<std::uint32_t> flow_begin{0};
   std::vector<std::uint32_t> flow_links;
@@ -25,6 +28,7 @@ struct SharingProblem {
   [[nodiscard]] std::uint32_t num_links() const { return static_cast<std::uint32_t>(capacity.size()); }
   void clear() {
     capacity.clear();
+    link_key.clear();
     flow_begin.assign(1, 0);
     flow_links.clear();
   }
@@ -41,8 +45,9 @@ class SharingSolver {
 // Max-min fairness by progressive filling in its bottleneck form (Bertsekas and Gallager, "Data
 // Networks", 2nd ed., section 6.5.2): repeatedly take the link with the smallest fair share
 //   share(l) = (capacity(l) - sum of rates already fixed on l) / (flows on l not yet fixed),
-// ties broken by link index; fix every unfixed flow on it (in flow order) at that share and
+// ties broken by link key; fix every unfixed flow on it (in flow order) at that share and
 // charge the rate to each of the flow's links. Every flow ends with the share of its bottleneck.
+// Shares only grow as flows are fixed, so the queue holds lower bounds and re-queues lazily.
 class MaxMinSolver final : public SharingSolver {
  public:
   [[nodiscard]] std::string_view name() const override { return "max_min"; }
@@ -58,6 +63,7 @@ class MaxMinSolver final : public SharingSolver {
   std::vector<std::uint8_t> fixed_;
   struct Entry {
     double share;
+    std::uint32_t key;
     std::uint32_t link;
   };
   std::vector<Entry> heap_;
