@@ -4,9 +4,11 @@
 // after all flows start, and a forced full re-solve), of an incremental re-solve after one flow
 // starts, and of the full run to the last delivery.
 //
-//   network_bench [--quick] [--json]
+//   network_bench [--quick] [--no-run] [--run-limit-s S]
+// --run-limit-s stops a full run after S seconds of wall time and reports how far it got.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,6 +38,7 @@ struct Measurement {
   double incremental_resolve_s = 0;  // one more flow started: its component re-solved
   std::uint64_t incremental_component = 0;
   double run_s = 0;                // start to last delivery (incremental)
+  std::uint64_t delivered = 0;     // deliveries when the run ended (all, or at the wall limit)
   std::uint64_t solves = 0;
   double solve_s = 0;
   double completion_s = 0;
@@ -68,7 +71,7 @@ void add_flows(FlowModel& model, const Topology& topology, bool ring, std::uint3
   }
 }
 
-Measurement measure(const Topology& topology, const Routing& routing, bool ring, bool run) {
+Measurement measure(const Topology& topology, const Routing& routing, bool ring, bool run, double limit_s) {
   Measurement m;
   // Forced full re-solve: a second model that re-solves everything at each change.
   {
@@ -104,7 +107,11 @@ Measurement measure(const Topology& topology, const Routing& routing, bool ring,
     for (SimTime t = model.next_event_time(); !t.is_max(); t = model.next_event_time()) {
       model.advance(t, delivered);
       last = t;
+      if (seconds_since(start) > limit_s) {
+        break;
+      }
     }
+    m.delivered = delivered.size();
     m.run_s = seconds_since(start) + m.first_solve_s;
     m.completion_s = last.seconds();
   }
@@ -121,9 +128,13 @@ int main(int argc, char** argv) {
   using namespace orrery::network;
   bool quick = false;
   bool run = true;
+  double limit_s = 1e9;
   for (int i = 1; i < argc; ++i) {
     quick = quick || std::strcmp(argv[i], "--quick") == 0;
     run = run && std::strcmp(argv[i], "--no-run") != 0;
+    if (std::strcmp(argv[i], "--run-limit-s") == 0 && i + 1 < argc) {
+      limit_s = std::atof(argv[++i]);
+    }
   }
   const std::vector<Case> cases = {
       {quick ? "fat-tree k=16 n=3 (4,096 endpoints)" : "fat-tree k=32 n=3 (32,768 endpoints)",
@@ -135,8 +146,8 @@ int main(int argc, char** argv) {
              : "system: {devices_per_node: 1}\nnetwork: {topology: {kind: dragonfly, p: 8, a: 16, h: 8, g: 129}}\n",
        config::RoutingAlgorithm::kMinimal},
   };
-  std::printf("%-48s %-16s %9s %12s %12s %14s %10s %10s %8s %12s\n", "topology", "pattern", "flows", "first_ms",
-              "full_ms", "incr_ms(flows)", "run_s", "solves", "us/solve", "completion");
+  std::printf("%-48s %-16s %9s %10s %10s %16s %9s %9s %8s %10s %12s\n", "topology", "pattern", "flows", "first_ms",
+              "full_ms", "incr_ms(flows)", "run_s", "delivered", "solves", "ms/solve", "sim_time_us");
   for (const Case& c : cases) {
     const config::Scenario scenario = config::load_scenario_text(c.scenario, "bench", {});
     const auto build_start = std::chrono::steady_clock::now();
@@ -145,12 +156,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "built %s in %.2f s (%u links)\n", c.name.c_str(), seconds_since(build_start),
                  topology.graph().num_links());
     for (const bool ring : {true, false}) {
-      const Measurement m = measure(topology, routing, ring, run);
-      std::printf("%-48s %-16s %9lu %12.2f %12.2f %9.3f(%lu) %10.2f %10lu %8.1f %10.1f us\n", c.name.c_str(),
+      const Measurement m = measure(topology, routing, ring, run, limit_s);
+      std::printf("%-48s %-16s %9lu %10.2f %10.2f %9.3f(%6lu) %9.2f %9lu %8lu %10.2f %12.2f\n", c.name.c_str(),
                   ring ? "ring" : "8 permutations", static_cast<unsigned long>(m.flows), m.first_solve_s * 1e3,
                   m.full_resolve_s * 1e3, m.incremental_resolve_s * 1e3,
-                  static_cast<unsigned long>(m.incremental_component), m.run_s, static_cast<unsigned long>(m.solves),
-                  m.solves > 0 ? m.solve_s / static_cast<double>(m.solves) * 1e6 : 0.0, m.completion_s * 1e6);
+                  static_cast<unsigned long>(m.incremental_component), m.run_s, static_cast<unsigned long>(m.delivered),
+                  static_cast<unsigned long>(m.solves),
+                  m.solves > 0 ? m.solve_s / static_cast<double>(m.solves) * 1e3 : 0.0, m.completion_s * 1e6);
       std::fflush(stdout);
     }
   }

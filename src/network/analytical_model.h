@@ -23,6 +23,7 @@ class AnalyticalModel final : public NetworkModel {
                                       std::uint64_t flow_key = 0) const;
 
   [[nodiscard]] std::string_view name() const override { return "analytical"; }
+  [[nodiscard]] bool contention_free() const override { return true; }
   [[nodiscard]] std::optional<SimTime> contention_free_time(const TransferRequest& request) const override {
     return transfer_time(request.source, request.destination, request.bytes, request.flow_key);
   }

@@ -78,7 +78,7 @@ class EngineNetwork {
   }
 
   [[nodiscard]] NetworkModel& model() { return *model_; }
-  [[nodiscard]] bool replicated() const { return !model_->contention_free_time(TransferRequest{}).has_value(); }
+  [[nodiscard]] bool replicated() const { return !model_->contention_free(); }
 
   // The channels this network uses under `partition`: endpoint LPs to endpoint LPs (analytical)
   // or to every replica (flow), at the injection delay; each replica to the endpoint LPs of its
@@ -104,10 +104,11 @@ class EngineNetwork {
   // From an endpoint LP's handler: the transfer enters the network after the injection delay.
   void send(pdes::Engine<Payload>& engine, const TransferRequest& request) {
     const NetworkMessage start{NetworkMessage::Kind::kStart, request, engine.now()};
-    if (const auto duration = model_->contention_free_time(request)) {
+    if (!replicated()) {
+      const std::optional<SimTime> duration = model_->contention_free_time(request);
       NetworkMessage delivered = start;
       delivered.kind = NetworkMessage::Kind::kDelivered;
-      engine.send(layout_.lp_of_endpoint[request.destination], layout_.injection_delay + *duration,
+      engine.send(layout_.lp_of_endpoint[request.destination], layout_.injection_delay + duration.value(),
                   Traits::wrap(delivered));
       return;
     }

@@ -40,8 +40,10 @@ class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
-  // For models without shared state: the transfer's duration (start to delivery), which the
-  // engine wrapper then computes at the source instead of in a network LP. nullopt otherwise.
+  // True when a transfer's time depends on nothing but itself (no shared state): the engine
+  // wrapper then computes it at the source instead of in replicated network LPs.
+  [[nodiscard]] virtual bool contention_free() const = 0;
+  // For contention-free models: the transfer's duration (start to delivery). nullopt otherwise.
   [[nodiscard]] virtual std::optional<SimTime> contention_free_time(const TransferRequest& /*request*/) const {
     return std::nullopt;
   }

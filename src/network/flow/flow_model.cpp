@@ -140,11 +140,22 @@ void FlowModel::remove_from_links(std::uint32_t slot) {
 }
 
 // The flows to re-solve: every active flow (full), or those reachable from the changed flows'
-// links through links they share (incremental), in id order; and their links.
-void FlowModel::collect_component() {
+// links through links they share (incremental), split into connected components: component c
+// holds component_flows_[flow_end_[c-1] .. flow_end_[c]) in transfer-id order and the links
+// component_links_[link_end_[c-1] .. link_end_[c]) in discovery order (the solver breaks ties on
+// link ids). Components are solved separately; their rates do not depend on each other.
+void FlowModel::collect_components() {
   ++epoch_;
   component_flows_.clear();
   component_links_.clear();
+  flow_end_.clear();
+  link_end_.clear();
+  auto visit_link = [&](LinkId link) {
+    if (link_visit_[link] != epoch_) {
+      link_visit_[link] = epoch_;
+      component_links_.push_back(link);
+    }
+  };
   auto visit_flow = [&](std::uint32_t slot) {
     Flow& flow = flows_[slot];
     if (flow.visit == epoch_ || !flow.active) {
@@ -153,90 +164,117 @@ void FlowModel::collect_component() {
     flow.visit = epoch_;
     component_flows_.push_back(slot);
     for (const LinkId link : flow.path) {
-      if (link_visit_[link] != epoch_) {
-        link_visit_[link] = epoch_;
-        component_links_.push_back(link);
+      visit_link(link);
+    }
+  };
+  // Grows the component from what was just added: breadth-first over links.
+  std::size_t scanned = 0;
+  auto close_component = [&]() {
+    for (; scanned < component_links_.size(); ++scanned) {
+      for (const std::uint32_t slot : link_flows_[component_links_[scanned]]) {
+        visit_flow(slot);
       }
+    }
+    if (component_flows_.size() > (flow_end_.empty() ? 0 : flow_end_.back())) {
+      flow_end_.push_back(component_flows_.size());
+      link_end_.push_back(component_links_.size());
+    } else {
+      component_links_.resize(link_end_.empty() ? 0 : link_end_.back());  // links without flows
+      scanned = component_links_.size();
     }
   };
   if (!options_.incremental) {
     for (const auto& [id, slot] : slot_of_) {
       visit_flow(slot);
+      close_component();
     }
   } else {
     for (const std::uint32_t slot : dirty_flows_) {
       visit_flow(slot);
+      close_component();
     }
     for (const LinkId link : dirty_links_) {
-      if (link_visit_[link] != epoch_) {
-        link_visit_[link] = epoch_;
-        component_links_.push_back(link);
-      }
+      visit_link(link);
+      close_component();
     }
-    // Breadth-first over links: component_links_ grows while it is scanned.
-    for (std::size_t i = 0; i < component_links_.size(); ++i) {
-      for (const std::uint32_t slot : link_flows_[component_links_[i]]) {
-        visit_flow(slot);
-      }
-    }
-  }
-  // Canonical flow order; links keep discovery order (the solver breaks ties on link ids).
-  order_.clear();
-  for (const std::uint32_t slot : component_flows_) {
-    order_.emplace_back(flows_[slot].id, slot);
-  }
-  std::sort(order_.begin(), order_.end());
-  for (std::size_t i = 0; i < order_.size(); ++i) {
-    component_flows_[i] = order_[i].second;
   }
 }
 
-void FlowModel::solve() {
-  const auto start = std::chrono::steady_clock::now();
-  collect_component();
+// Puts component c's flows in transfer-id order and builds its sharing problem.
+void FlowModel::build_problem(std::size_t c) {
+  const std::size_t first_flow = c == 0 ? 0 : flow_end_[c - 1];
+  const std::size_t first_link = c == 0 ? 0 : link_end_[c - 1];
+  order_.clear();
+  for (std::size_t i = first_flow; i < flow_end_[c]; ++i) {
+    order_.emplace_back(flows_[component_flows_[i]].id, component_flows_[i]);
+  }
+  std::sort(order_.begin(), order_.end());
   const Graph& graph = routing_.topology().graph();
   problem_.clear();
-  for (std::uint32_t i = 0; i < component_links_.size(); ++i) {
-    link_local_[component_links_[i]] = i;
+  for (std::size_t i = first_link; i < link_end_[c]; ++i) {
+    link_local_[component_links_[i]] = static_cast<std::uint32_t>(i - first_link);
     problem_.capacity.push_back(graph.link(component_links_[i]).bandwidth.value);
     problem_.link_key.push_back(component_links_[i]);
   }
-  for (const std::uint32_t slot : component_flows_) {
-    for (const LinkId link : flows_[slot].path) {
+  for (std::size_t i = 0; i < order_.size(); ++i) {
+    component_flows_[first_flow + i] = order_[i].second;
+    for (const LinkId link : flows_[order_[i].second].path) {
       problem_.flow_links.push_back(link_local_[link]);
     }
     problem_.flow_begin.push_back(static_cast<std::uint32_t>(problem_.flow_links.size()));
   }
-  solver_->solve(problem_, rates_);
-  for (std::size_t i = 0; i < component_flows_.size(); ++i) {
-    Flow& flow = flows_[component_flows_[i]];
-    const double rate = rates_[i];
-    if (flow.rated && std::bit_cast<std::uint64_t>(rate) == std::bit_cast<std::uint64_t>(flow.rate)) {
-      continue;
+}
+
+// A flow whose rate changed: account what it sent at the old rate, then its new finish time.
+void FlowModel::set_rate(std::uint32_t slot, double rate) {
+  Flow& flow = flows_[slot];
+  if (flow.rated) {
+    const double sent = std::floor(flow.rate * static_cast<double>((now_ - flow.updated).ps()) * 1e-12);
+    const std::uint64_t keep = flow.remaining > 0 ? flow.remaining - 1 : 0;
+    flow.remaining -= sent >= static_cast<double>(keep) ? keep : static_cast<std::uint64_t>(sent);
+  }
+  flow.rated = true;
+  flow.rate = rate;
+  flow.updated = now_;
+  flow.finish = now_;
+  if (flow.remaining > 0 && std::isfinite(rate)) {
+    flow.finish = now_ + SimTime::from_seconds(static_cast<double>(flow.remaining) / rate);
+  }
+  ++flow.version;
+  finishes_.push_back(FinishEntry{flow.finish.ps(), flow.id, slot, flow.version});
+  ++stats_.rate_changes;
+}
+
+void FlowModel::solve() {
+  const auto start = std::chrono::steady_clock::now();
+  collect_components();
+  const std::size_t heap_size = finishes_.size();
+  for (std::size_t c = 0; c < flow_end_.size(); ++c) {
+    build_problem(c);
+    solver_->solve(problem_, rates_);
+    const std::size_t first_flow = c == 0 ? 0 : flow_end_[c - 1];
+    for (std::size_t i = 0; i < rates_.size(); ++i) {
+      const Flow& flow = flows_[component_flows_[first_flow + i]];
+      if (!flow.rated || std::bit_cast<std::uint64_t>(rates_[i]) != std::bit_cast<std::uint64_t>(flow.rate)) {
+        set_rate(component_flows_[first_flow + i], rates_[i]);
+      }
     }
-    if (flow.rated) {
-      const double sent = std::floor(flow.rate * static_cast<double>((now_ - flow.updated).ps()) * 1e-12);
-      const std::uint64_t keep = flow.remaining > 0 ? flow.remaining - 1 : 0;
-      flow.remaining -= sent >= static_cast<double>(keep) ? keep : static_cast<std::uint64_t>(sent);
+    const std::size_t size = c == 0 ? flow_end_[0] : flow_end_[c] - flow_end_[c - 1];
+    stats_.largest_component = std::max<std::uint64_t>(stats_.largest_component, size);
+  }
+  // New finish entries: sift each in, or rebuild the heap when they are many.
+  if (finishes_.size() - heap_size > heap_size / 4) {
+    std::make_heap(finishes_.begin(), finishes_.end(), LaterFinish{});
+  } else {
+    for (std::size_t i = heap_size; i < finishes_.size(); ++i) {
+      std::push_heap(finishes_.begin(), finishes_.begin() + static_cast<std::ptrdiff_t>(i) + 1, LaterFinish{});
     }
-    flow.rated = true;
-    flow.rate = rate;
-    flow.updated = now_;
-    flow.finish = now_;
-    if (flow.remaining > 0 && std::isfinite(rate)) {
-      flow.finish = now_ + SimTime::from_seconds(static_cast<double>(flow.remaining) / rate);
-    }
-    ++flow.version;
-    finishes_.push_back(FinishEntry{flow.finish.ps(), flow.id, component_flows_[i], flow.version});
-    std::push_heap(finishes_.begin(), finishes_.end(), LaterFinish{});
-    ++stats_.rate_changes;
   }
   dirty_flows_.clear();
   dirty_links_.clear();
   dirty_ = false;
   ++stats_.solves;
   stats_.solved_flows += component_flows_.size();
-  stats_.largest_component = std::max<std::uint64_t>(stats_.largest_component, component_flows_.size());
   stats_.solve_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -36,7 +36,7 @@ struct FlowModelOptions {
 struct FlowModelStats {
   std::uint64_t solves = 0;             // re-solves (at most one per timestamp with changes)
   std::uint64_t solved_flows = 0;       // flows handed to the solver, summed over re-solves
-  std::uint64_t largest_component = 0;  // most flows in one re-solve
+  std::uint64_t largest_component = 0;  // most flows in one connected component re-solved
   std::uint64_t rate_changes = 0;       // flows whose rate changed
   double solve_seconds = 0.0;           // wall time in re-solves (component search, solver, updates)
 };
@@ -46,6 +46,7 @@ class FlowModel final : public NetworkModel {
   explicit FlowModel(const Routing& routing, FlowModelOptions options = {});
 
   [[nodiscard]] std::string_view name() const override { return "flow"; }
+  [[nodiscard]] bool contention_free() const override { return false; }
   void start(SimTime now, const TransferRequest& request) override;
   [[nodiscard]] SimTime next_event_time() override;
   void advance(SimTime time, std::vector<Delivery>& delivered) override;
@@ -82,7 +83,9 @@ class FlowModel final : public NetworkModel {
   void run_until(SimTime time);
   void complete_finished();
   void solve();
-  void collect_component();
+  void collect_components();
+  void build_problem(std::size_t component);
+  void set_rate(std::uint32_t slot, double rate);
   void remove_from_links(std::uint32_t slot);
 
   const Routing& routing_;
@@ -103,6 +106,8 @@ class FlowModel final : public NetworkModel {
   std::vector<Delivery> deliveries_;   // min-heap on (time, id)
   // Re-solve scratch.
   std::vector<std::uint32_t> component_flows_;
+  std::vector<std::size_t> flow_end_;  // per component: end of its flows in component_flows_
+  std::vector<std::size_t> link_end_;  // per component: end of its links in component_links_
   std::vector<std::pair<TransferId, std::uint32_t>> order_;
   std::vector<LinkId> component_links_;
   SharingProblem problem_;
