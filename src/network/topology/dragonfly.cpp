@@ -19,6 +19,9 @@ Dragonfly::Dragonfly(const config::DragonflyTopologyConfig& config)
   if (static_cast<std::uint64_t>(g_) > static_cast<std::uint64_t>(a_) * h_ + 1) {
     topology_error("g", fmt::format("{} groups need more global ports than a*h = {} per group (g <= a*h + 1)", g_, a_ * h_));
   }
+  if (g_ > 8192) {
+    topology_error("g", fmt::format("{} groups: at most 8192 are supported", g_));
+  }
   if (static_cast<std::uint64_t>(p_) * a_ * g_ > (1U << 26)) {
     topology_error("g", "more than 2^26 hosts per plane is not supported");
   }
