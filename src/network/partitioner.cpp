@@ -27,13 +27,16 @@ std::vector<pdes::ProcessId> TopologyPartitioner::endpoint_owners(pdes::ProcessI
 }
 
 pdes::PartitionMap TopologyPartitioner::assign(pdes::LpId num_lps, pdes::ProcessId num_processes) const {
-  const EndpointId endpoints = topology_.num_endpoints();
-  std::vector<pdes::ProcessId> owners = endpoint_owners(num_processes);
-  owners.resize(std::max<std::size_t>(num_lps, endpoints));
-  for (pdes::LpId lp = endpoints; lp < num_lps; ++lp) {
-    owners[lp] = (lp - endpoints) % num_processes;
+  const std::vector<pdes::ProcessId> endpoint_owner = endpoint_owners(num_processes);
+  const pdes::LpId placed = placement_ != nullptr ? placement_->devices() : topology_.num_endpoints();
+  std::vector<pdes::ProcessId> owners(num_lps);
+  for (pdes::LpId lp = 0; lp < num_lps; ++lp) {
+    if (lp >= placed) {
+      owners[lp] = (lp - placed) % num_processes;  // replicas first: replica p on process p
+    } else {
+      owners[lp] = endpoint_owner[placement_ != nullptr ? placement_->endpoint_of(lp) : lp];
+    }
   }
-  owners.resize(num_lps);
   return pdes::PartitionMap(std::move(owners), num_processes);
 }
 

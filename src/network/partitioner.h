@@ -1,12 +1,14 @@
 // The topology-aware partitioner: whole partition units (dragonfly groups, fat-tree pods, torus
 // slabs; nodes when there are fewer units than processes) with their endpoints go to one
 // process, in contiguous blocks balanced by endpoint count, so that few links cross processes.
-// LP layout: LP e < endpoints is endpoint e's LP; LP endpoints + p is process p's network replica
+// LP layout: LP e < endpoints is endpoint e's LP (or, given a placement, LP r < ranks is rank r
+// on its endpoint); the next LP after those + p is process p's network replica
 // (engine_network.h); further LPs go round-robin.
 #pragma once
 
 #include <string>
 
+#include "network/topology/placement.h"
 #include "network/topology/topology.h"
 #include "pdes/partition.h"
 
@@ -14,7 +16,9 @@ namespace orrery::network {
 
 class TopologyPartitioner final : public pdes::Partitioner {
  public:
-  explicit TopologyPartitioner(const Topology& topology) : topology_(topology) {}
+  // With a placement, the first placement.devices() LPs are ranks, each with its endpoint's owner.
+  explicit TopologyPartitioner(const Topology& topology, const Placement* placement = nullptr)
+      : topology_(topology), placement_(placement) {}
   [[nodiscard]] std::string_view name() const override { return "topology"; }
   [[nodiscard]] pdes::PartitionMap assign(pdes::LpId num_lps, pdes::ProcessId num_processes) const override;
   // The process of each endpoint.
@@ -22,6 +26,7 @@ class TopologyPartitioner final : public pdes::Partitioner {
 
  private:
   const Topology& topology_;
+  const Placement* placement_;
 };
 
 // The engine's report (LPs per process, imbalance, cut channels) plus the fabric's: links whose

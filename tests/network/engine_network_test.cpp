@@ -107,5 +107,25 @@ TEST(Partitioner, KeepsDragonflyGroupsWhole) {
   EXPECT_LE(report.cut_links, global);
 }
 
+TEST(Partitioner, RanksFollowTheirEndpointsUnderAPlacement) {
+  // Ranks placed round-robin over the nodes of a fat-tree: each rank's LP goes where its endpoint
+  // goes, and the replica LPs follow the ranks.
+  const config::Scenario scenario =
+      scenario_from("system: {devices_per_node: 2}\nnetwork: {topology: {kind: fat_tree, k: 4, levels: 2}}\n");
+  const Topology topology = Topology::build(scenario.system, scenario.network);
+  const Placement placement = Placement::make(config::PlacementPolicy::kRoundRobin, topology, 20, 1);
+  const TopologyPartitioner partitioner(topology, &placement);
+  const pdes::PartitionMap map = partitioner.assign(20 + 2, 2);
+  const auto owners = partitioner.endpoint_owners(2);
+  for (std::uint32_t rank = 0; rank < 20; ++rank) {
+    EXPECT_EQ(map.owner(rank), owners[placement.endpoint_of(rank)]) << rank;
+  }
+  EXPECT_EQ(map.owner(20), 0U);
+  EXPECT_EQ(map.owner(21), 1U);
+  // Pods (4 hosts = 8 endpoints each) stay whole: endpoints 0-15 on process 0, 16-31 on 1.
+  EXPECT_EQ(owners[15], 0U);
+  EXPECT_EQ(owners[16], 1U);
+}
+
 }  // namespace
 }  // namespace orrery::network
