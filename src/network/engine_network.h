@@ -103,6 +103,11 @@ class EngineNetwork {
 
   // From an endpoint LP's handler: the transfer enters the network after the injection delay.
   void send(pdes::Engine<Payload>& engine, const TransferRequest& request) {
+    if (request.destination >= layout_.lp_of_endpoint.size() || layout_.lp_of_endpoint[request.destination] == kNoLp) {
+      throw OrreryError(ErrorCode::kModel, fmt::format("network: transfer {} from endpoint {} to endpoint {}, which "
+                                                       "no LP serves",
+                                                       request.id, request.source, request.destination));
+    }
     const NetworkMessage start{NetworkMessage::Kind::kStart, request, engine.now()};
     if (!replicated()) {
       const std::optional<SimTime> duration = model_->contention_free_time(request);

@@ -56,6 +56,9 @@ class NetworkModel {
   virtual void advance(SimTime time, std::vector<Delivery>& delivered) = 0;
   // Transfers started and not yet delivered.
   [[nodiscard]] virtual std::size_t in_flight() const = 0;
+  // Bytes of the transfers still in flight that have left their source by `at` (not earlier than
+  // the last time given): their fluid progress. 0 for models that do not track progress.
+  [[nodiscard]] virtual std::uint64_t bytes_sent_in_flight(SimTime /*at*/) const { return 0; }
 };
 
 }  // namespace orrery::network

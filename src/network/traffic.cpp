@@ -119,6 +119,7 @@ struct Tally {
   std::uint64_t sent = 0;
   std::uint64_t delivered = 0;
   std::uint64_t bytes = 0;
+  std::uint64_t partial_bytes = 0;  // sent bytes of messages still in flight at the end (flow model)
   std::uint64_t last_delivery_ps = 0;
   std::vector<std::uint64_t> latencies_ps;
   std::vector<std::uint64_t> link_bytes;
@@ -214,8 +215,9 @@ pdes::PartitionMap make_partition(const Topology& topology, const std::string& n
 
 pdes::ByteBuffer serialise(const Tally& tally) {
   pdes::ByteBuffer buffer;
-  const std::array<std::uint64_t, 5> header{tally.sent, tally.delivered, tally.bytes, tally.last_delivery_ps,
-                                            tally.latencies_ps.size()};
+  const std::array<std::uint64_t, 6> header{tally.sent,           tally.delivered,
+                                            tally.bytes,          tally.last_delivery_ps,
+                                            tally.partial_bytes,  tally.latencies_ps.size()};
   for (const std::uint64_t value : header) {
     pdes::append_record(buffer, value);
   }
@@ -240,10 +242,11 @@ Tally combine(const std::vector<pdes::ByteBuffer>& buffers, std::size_t links) {
     total.delivered += words[1];
     total.bytes += words[2];
     total.last_delivery_ps = std::max(total.last_delivery_ps, words[3]);
-    const std::size_t latencies = words[4];
-    total.latencies_ps.insert(total.latencies_ps.end(), words.begin() + 5,
-                              words.begin() + 5 + static_cast<std::ptrdiff_t>(latencies));
-    for (std::size_t i = 5 + latencies; i + 1 < words.size(); i += 2) {
+    total.partial_bytes += words[4];
+    const std::size_t latencies = words[5];
+    total.latencies_ps.insert(total.latencies_ps.end(), words.begin() + 6,
+                              words.begin() + 6 + static_cast<std::ptrdiff_t>(latencies));
+    for (std::size_t i = 6 + latencies; i + 1 < words.size(); i += 2) {
       total.link_bytes[words[i]] += words[i + 1];
     }
   }
@@ -263,7 +266,7 @@ void summarise(const Tally& tally, const Topology& topology, const TrafficOption
     for (EndpointId e = 0; e < topology.num_endpoints(); ++e) {
       injection += topology.injection_bandwidth(e).value;
     }
-    result.accepted_load = static_cast<double>(tally.bytes) / (injection * window_s);
+    result.accepted_load = static_cast<double>(tally.bytes + tally.partial_bytes) / (injection * window_s);
   } else {
     window_s = SimTime::from_ps(tally.last_delivery_ps).seconds();
     result.completion_time_s = window_s;
@@ -360,6 +363,10 @@ TrafficResult run_traffic(pdes::Communicator& communicator, const config::Scenar
     }
   }
   result.stats = engine.run(traffic);
+  if (options.load && communicator.rank() == 0) {
+    // Every replica holds the same model: one process counts the in-flight progress.
+    traffic.tally().partial_bytes = network.model().bytes_sent_in_flight(engine_options.end_time);
+  }
   const Tally total = combine(communicator.allgather(serialise(traffic.tally())), topology->graph().num_links());
   summarise(total, *topology, options, result);
   result.partition = report_network_partition(*topology, options.partition == "auto" ? "topology" : options.partition,

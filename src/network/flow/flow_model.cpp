@@ -46,6 +46,7 @@ void FlowModel::start(SimTime now, const TransferRequest& request) {
   Flow& flow = flows_[slot];
   flow.id = request.id;
   routing_.route(request.source, request.destination, request.flow_key, flow.path);
+  flow.bytes = request.bytes.count;
   flow.remaining = request.bytes.count;
   flow.rated = false;
   flow.active = true;
@@ -80,8 +81,26 @@ void FlowModel::advance(SimTime time, std::vector<Delivery>& delivered) {
   while (!deliveries_.empty() && deliveries_.front().time <= time) {
     std::pop_heap(deliveries_.begin(), deliveries_.end(), LaterFinish{});
     delivered.push_back(deliveries_.back());
+    draining_bytes_.erase(deliveries_.back().id);
     deliveries_.pop_back();
   }
+}
+
+std::uint64_t FlowModel::bytes_sent_in_flight(SimTime at) const {
+  std::uint64_t total = 0;
+  for (const auto& [id, bytes] : draining_bytes_) {
+    total += bytes;
+  }
+  for (const auto& [id, slot] : slot_of_) {
+    const Flow& flow = flows_[slot];
+    std::uint64_t sent = flow.bytes - flow.remaining;
+    if (flow.rated && at > flow.updated) {
+      const double more = std::floor(flow.rate * static_cast<double>((at - flow.updated).ps()) * 1e-12);
+      sent += more >= static_cast<double>(flow.remaining) ? flow.remaining : static_cast<std::uint64_t>(more);
+    }
+    total += sent;
+  }
+  return total;
 }
 
 std::optional<double> FlowModel::rate_of(TransferId id) {
@@ -121,6 +140,7 @@ void FlowModel::complete_finished() {
     }
     flow.active = false;
     deliveries_.push_back(Delivery{flow.id, flow.finish + flow.latency});
+    draining_bytes_.emplace(flow.id, flow.bytes);
     std::push_heap(deliveries_.begin(), deliveries_.end(), LaterFinish{});
     remove_from_links(entry.slot);
     slot_of_.erase(flow.id);
