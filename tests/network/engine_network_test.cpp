@@ -3,6 +3,8 @@
 // topology-aware partitioner keeps groups whole.
 #include <gtest/gtest.h>
 
+#include "network/engine_network.h"
+#include "network/model_factory.h"
 #include "network/partitioner.h"
 #include "network/traffic.h"
 #include "network_test_util.h"
@@ -125,6 +127,94 @@ TEST(Partitioner, RanksFollowTheirEndpointsUnderAPlacement) {
   // Pods (4 hosts = 8 endpoints each) stay whole: endpoints 0-15 on process 0, 16-31 on 1.
   EXPECT_EQ(owners[15], 0U);
   EXPECT_EQ(owners[16], 1U);
+}
+
+}  // namespace
+}  // namespace orrery::network
+
+namespace orrery::network {
+namespace {
+
+// The recipe of docs/network.md for the system layer: rank LPs that are not endpoint ids (random
+// placement), a payload variant with the model's own event, replicas after the ranks, and the
+// placement-aware partitioner. Each rank sends 64 KiB to the next rank at t = 0; the delivery times
+// must equal the flow model run directly as a state machine (injection delay added), for 1, 2
+// and 4 processes.
+struct RankStart {
+  std::uint32_t rank;
+};
+using RankPayload = std::variant<RankStart, NetworkMessage>;
+
+struct RankModel {
+  const Placement& placement;
+  EngineNetwork<RankPayload>& network;
+  std::vector<SimTime>& arrivals;  // by receiving rank; written by the owning process only
+
+  void handle(pdes::Engine<RankPayload>& engine, const pdes::Event<RankPayload>& event) {
+    if (const auto* start = std::get_if<RankStart>(&event.payload)) {
+      const std::uint32_t ranks = placement.devices();
+      const std::uint32_t next = (start->rank + 1) % ranks;
+      network.send(engine, TransferRequest{start->rank, placement.endpoint_of(start->rank), placement.endpoint_of(next),
+                                           Bytes{65536}, start->rank});
+      return;
+    }
+    if (const auto delivered = network.handle(engine, std::get<NetworkMessage>(event.payload))) {
+      arrivals[placement.device_at(delivered->request.destination)] = engine.now();
+    }
+  }
+};
+
+TEST(EngineNetwork, SystemLayerRecipeMatchesTheStateMachine) {
+  const config::Scenario scenario = scenario_from(
+      "system: {devices_per_node: 4, endpoint_delay_ns: 700}\n"
+      "network: {topology: {kind: fat_tree, k: 4, levels: 2}, placement: random, model: flow}\n");
+  const Topology topology = Topology::build(scenario.system, scenario.network);
+  const Routing routing(topology, scenario.network.routing);
+  const std::uint32_t ranks = 40;
+  const Placement placement = Placement::make(scenario.network.placement, topology, ranks, 5);
+  const SimTime injection = SimTime::from_ns(700);
+
+  // Reference: the state machine alone, every transfer starting at the injection delay.
+  FlowModel reference(routing);
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    reference.start(injection,
+                    {r, placement.endpoint_of(r), placement.endpoint_of((r + 1) % ranks), Bytes{65536}, r});
+  }
+  std::vector<SimTime> expected(ranks);
+  std::vector<Delivery> deliveries;
+  for (SimTime t = reference.next_event_time(); !t.is_max(); t = reference.next_event_time()) {
+    reference.advance(t, deliveries);
+  }
+  for (const Delivery& d : deliveries) {
+    expected[(d.id + 1) % ranks] = d.time;
+  }
+
+  for (const pdes::ProcessId processes : {1U, 2U, 4U}) {
+    std::vector<SimTime> arrivals(ranks);
+    pdes::InProcessGroup group(processes);
+    group.run([&](pdes::Communicator& communicator) {
+      const TopologyPartitioner partitioner(topology, &placement);
+      const pdes::PartitionMap partition = partitioner.assign(ranks + processes, processes);
+      EngineNetworkLayout layout;
+      layout.lp_of_endpoint.assign(topology.num_endpoints(), kNoLp);
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        layout.lp_of_endpoint[placement.endpoint_of(r)] = r;
+      }
+      layout.replica_base = ranks;
+      layout.injection_delay = injection;
+      EngineNetwork<RankPayload> network(make_model(scenario.network.model, routing), layout);
+      pdes::ChannelTable channels;
+      network.declare_channels(channels, partition);
+      pdes::Engine<RankPayload> engine(communicator, partition, channels, pdes::EngineOptions{});
+      RankModel model{placement, network, arrivals};
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        engine.schedule(r, SimTime::zero(), RankStart{r});
+      }
+      const pdes::RunStats stats = engine.run(model);
+      EXPECT_EQ(stats.lookahead, processes > 1 ? injection : SimTime::max());
+    });
+    EXPECT_EQ(arrivals, expected) << processes << " processes";
+  }
 }
 
 }  // namespace
