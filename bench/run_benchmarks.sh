@@ -12,3 +12,9 @@ echo "== event queue (hold model)"
 echo
 echo "== PHOLD grid"
 /usr/bin/python3 "$root/bench/phold_grid.py" --orrery "$build/orrery" --mpirun "$root/scripts/mpirun.sh"
+echo
+echo "== network flow model (32K fat-tree, 16K dragonfly; full runs stop after 60 s of wall time)"
+"$build/bench/network_bench" --run-limit-s 60
+echo
+echo "== network flow model, smaller instances run to completion"
+"$build/bench/network_bench" --quick

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/mpi_command.h"
 #include "pdes/communicator.h"
 #include "util/error.h"
 #include "util/version.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   std::map<const CLI::App*, cli::Action> actions;
   auto add = [&](cli::Action action) { actions[app.get_subcommands({}).back()] = std::move(action); };
   add(cli::register_phold(app, global));
+  add(cli::register_traffic(app, global));
 
   try {
     app.parse(argc, argv);
@@ -38,15 +40,7 @@ int main(int argc, char** argv) {
     if (!pdes::is_secondary_failure(error)) {
       std::fprintf(stderr, "orrery: %s\n", error.what());
     }
-    switch (error.code()) {
-      case ErrorCode::kConfig:
-      case ErrorCode::kParse:
-      case ErrorCode::kInvalidInput:
-      case ErrorCode::kIo:
-        return 2;
-      default:
-        return 1;
-    }
+    return cli::exit_status(error);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "orrery: internal error: %s\n", error.what());
     return 1;

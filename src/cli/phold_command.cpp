@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/mpi_command.h"
 #include "pdes/mpi_communicator.h"
 #include "pdes/phold.h"
 #include "util/logging.h"
@@ -73,9 +74,7 @@ Action register_phold(CLI::App& app, const GlobalOptions& global) {
   command->add_flag("--json", *json, "Print one JSON object instead of the text summary");
 
   return [params, json, &global]() {
-    pdes::MpiSession mpi(nullptr, nullptr);
-    pdes::MpiCommunicator communicator(MPI_COMM_WORLD);
-    configure_logging(global.log_level, static_cast<int>(communicator.rank()));
+    return run_with_mpi(global, [&](pdes::Communicator& communicator) {
     pdes::run_collectively(communicator, [&] { pdes::validate(*params); });
     const pdes::PholdResult result = pdes::run_phold(communicator, *params);
     if (communicator.rank() == 0) {
@@ -88,6 +87,7 @@ Action register_phold(CLI::App& app, const GlobalOptions& global) {
       }
     }
     return 0;
+    });
   };
 }
 

@@ -26,13 +26,15 @@ void run_collectively(Communicator& communicator, const std::function<void()>& s
     return;
   }
   if (failure && failed_process(failed[0]) == communicator.rank()) {
-    throw *failure;
+    throw failure->mark_coordinated();
   }
   throw secondary_failure(failed_process(failed[0]), failed_code(failed[0]));
 }
 
 OrreryError secondary_failure(std::uint64_t failed, ErrorCode code) {
-  return OrreryError(code, fmt::format("{}{} reported an error (see its message)", kSecondaryPrefix, failed));
+  OrreryError error(code, fmt::format("{}{} reported an error (see its message)", kSecondaryPrefix, failed));
+  error.mark_coordinated();
+  return error;
 }
 
 bool is_secondary_failure(const OrreryError& error) {

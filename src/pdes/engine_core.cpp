@@ -33,7 +33,7 @@ std::optional<SimTime> EngineCore::begin_window(SimTime local_next, SimTime end_
   sync_seconds_ += seconds_since(start);
   if (values[1] != kNoFailure) {
     if (error_ && failed_process(values[1]) == communicator_.rank()) {
-      throw OrreryError(*error_);
+      throw OrreryError(*error_).mark_coordinated();
     }
     throw secondary_failure(failed_process(values[1]), failed_code(values[1]));
   }

@@ -54,8 +54,18 @@ class OrreryError : public std::runtime_error {
   [[nodiscard]] const Error& error() const { return error_; }
   [[nodiscard]] ErrorCode code() const { return error_.code; }
 
+  // True when every process of a parallel run raised this error together (an agreed failure:
+  // the engine's window protocol or run_collectively), so processes may synchronise once more
+  // before exiting instead of aborting the job.
+  [[nodiscard]] bool coordinated() const { return coordinated_; }
+  OrreryError& mark_coordinated() {
+    coordinated_ = true;
+    return *this;
+  }
+
  private:
   Error error_;
+  bool coordinated_ = false;
 };
 
 }  // namespace orrery

@@ -26,7 +26,7 @@ TEST(Scenario, DefaultsWhenEmpty) {
   EXPECT_EQ(scenario.system.devices_per_node, 8U);
   EXPECT_DOUBLE_EQ(scenario.system.endpoint_delay_ns, 1000.0);
   EXPECT_EQ(scenario.workload.steps, 1U);
-  EXPECT_TRUE(std::holds_alternative<SwitchTopologyConfig>(scenario.network.topology));
+  EXPECT_TRUE(std::holds_alternative<NoFabricConfig>(scenario.network.topology));
 }
 
 TEST(Scenario, ReadsEverySection) {
@@ -106,7 +106,7 @@ TEST(ScenarioErrors, UnknownEnumAndVariantKind) {
                 .find("network.model: unknown value 'fluid' (known: analytical, flow, packet)"),
             std::string::npos);
   EXPECT_NE(error_of("network:\n  topology: {kind: hypercube}\n")
-                .find("network.topology.kind: unknown kind 'hypercube' (known: switch, fat_tree, dragonfly, torus)"),
+                .find("network.topology.kind: unknown kind 'hypercube' (known: none, switch, fat_tree, dragonfly, torus, astra_sim)"),
             std::string::npos);
   EXPECT_NE(error_of("network:\n  topology: {p: 4}\n").find("network.topology.kind: missing 'kind'"),
             std::string::npos);

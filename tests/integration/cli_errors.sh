@@ -31,6 +31,17 @@ expect bad_partition 2 "unknown partitioner 'metis'" -- "$orrery" phold --partit
 expect bad_log_level 2 "unknown log level 'loud'" -- "$orrery" --log-level loud phold --end 1
 expect mpi_zero_lookahead 2 "--lookahead must be positive" -- "$mpirun" -np 2 "$orrery" phold --lookahead 0
 
+expect packet_model 1 "packet model is not implemented yet" -- "$orrery" traffic --topology switch --model packet
+expect bad_pattern 2 "--pattern: unknown pattern 'tornado' (known: uniform_random, shift" -- "$orrery" traffic --pattern tornado
+expect bad_topology_key 2 "network.topology.radix: unknown key 'radix'" -- "$orrery" traffic --topology '{kind: fat_tree, radix: 8}'
+expect bad_routing 2 "network.routing: 'valiant' is not available for the fat_tree topology" -- "$orrery" traffic --topology fat_tree --routing valiant
+expect bad_load 2 "--load must be positive" -- "$orrery" traffic --load -1
+placeholder="$(dirname "$0")/../../../shared/data/configs/astra-sim/inputs/network/dgx_v100_8gpu.yml"
+if [[ -f "$placeholder" ]]; then
+  expect astra_placeholder 2 "bandwidth[0]: expected a finite number, got 'tbd'" -- "$orrery" traffic --network-configuration "$placeholder"
+fi
+expect mpi_packet_model 1 "packet model is not implemented yet" -- "$mpirun" -np 2 "$orrery" traffic --topology switch --model packet
+
 # --version is git describe: a tag or a hash, never empty.
 version=$("$orrery" --version)
 [[ -n "$version" ]] || { echo "FAIL empty --version"; failures=$((failures + 1)); }

@@ -1,0 +1,121 @@
+// The flow model: every transfer is a fluid flow on its routed path, and flows share each link's
+// bandwidth max-min fairly (progressive filling; the SimGrid-style fluid model of Velho, Schnorr,
+// Casanova, Legrand, "On the validity of flow-level TCP network models for grid and cloud
+// simulations", ACM TOMACS 2013, without its TCP corrections). A flow is delivered when its last
+// byte has been sent plus its path's latency (sum of per-hop latencies):
+//
+//   delivery = finish + sum of link latencies,  finish = the time its remaining bytes reach 0.
+//
+// Rates are recomputed once per timestamp at which flows start or finish, and only for the
+// affected component: the flows and links reachable from the changed flows' links through shared
+// links (max-min allocations decompose over such components). Determinism:
+//   - remaining bytes are integers: at a rate change, sent = floor(rate * elapsed), and a flow
+//     keeps at least one byte until its finish time;
+//   - finish = last update + remaining / rate rounded up to a whole picosecond (SimTime rule);
+//   - flows are handed to the solver in transfer-id order, and link ties break on link ids;
+//   - a flow whose new rate is bit-identical to its old one is left untouched, so a full
+//     re-solve of every flow and the incremental re-solve give bit-identical results (tested).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "network/flow/sharing_solver.h"
+#include "network/model.h"
+#include "network/routing/routing.h"
+
+namespace orrery::network {
+
+struct FlowModelOptions {
+  bool incremental = true;            // false: re-solve every active flow at every change
+  std::string_view solver = "max_min";
+};
+
+struct FlowModelStats {
+  std::uint64_t solves = 0;             // re-solves (at most one per timestamp with changes)
+  std::uint64_t solved_flows = 0;       // flows handed to the solver, summed over re-solves
+  std::uint64_t largest_component = 0;  // most flows in one connected component re-solved
+  std::uint64_t rate_changes = 0;       // flows whose rate changed
+  double solve_seconds = 0.0;           // wall time in re-solves (component search, solver, updates)
+};
+
+class FlowModel final : public NetworkModel {
+ public:
+  explicit FlowModel(const Routing& routing, FlowModelOptions options = {});
+
+  [[nodiscard]] std::string_view name() const override { return "flow"; }
+  [[nodiscard]] bool contention_free() const override { return false; }
+  void start(SimTime now, const TransferRequest& request) override;
+  [[nodiscard]] SimTime next_event_time() override;
+  void advance(SimTime time, std::vector<Delivery>& delivered) override;
+  [[nodiscard]] std::size_t in_flight() const override { return slot_of_.size() + deliveries_.size(); }
+  [[nodiscard]] std::uint64_t bytes_sent_in_flight(SimTime at) const override;
+
+  // The current rate (bytes per second) of a transfer still sending; nullopt otherwise.
+  [[nodiscard]] std::optional<double> rate_of(TransferId id);
+  [[nodiscard]] const FlowModelStats& stats() const { return stats_; }
+  [[nodiscard]] std::string_view solver_name() const { return solver_->name(); }
+
+ private:
+  struct Flow {
+    TransferId id = 0;
+    std::vector<LinkId> path;
+    std::uint64_t bytes = 0;      // the transfer's size
+    std::uint64_t remaining = 0;  // bytes still to send at `updated`
+    double rate = 0.0;            // bytes per second, valid when `rated`
+    SimTime updated;
+    SimTime finish;
+    SimTime latency;
+    std::uint32_t version = 0;
+    std::uint32_t visit = 0;
+    bool rated = false;
+    bool active = false;
+  };
+  struct FinishEntry {
+    std::uint64_t time;
+    TransferId id;
+    std::uint32_t slot;
+    std::uint32_t version;
+  };
+
+  // Runs internal events (finishes and the re-solves between them) up to `time`, leaving the
+  // changes at `time` itself unsolved.
+  void run_until(SimTime time);
+  void complete_finished();
+  void solve();
+  void collect_components();
+  void build_problem(std::size_t component);
+  void set_rate(std::uint32_t slot, double rate);
+  void remove_from_links(std::uint32_t slot);
+
+  const Routing& routing_;
+  FlowModelOptions options_;
+  std::unique_ptr<SharingSolver> solver_;
+  SimTime now_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_slots_;
+  std::unordered_map<TransferId, std::uint32_t> slot_of_;
+  std::vector<std::vector<std::uint32_t>> link_flows_;  // per link: slots of the flows on it
+  std::vector<std::uint32_t> link_visit_;
+  std::vector<std::uint32_t> link_local_;
+  std::uint32_t epoch_ = 0;
+  std::vector<LinkId> dirty_links_;
+  std::vector<std::uint32_t> dirty_flows_;
+  bool dirty_ = false;
+  std::vector<FinishEntry> finishes_;  // min-heap on (time, id)
+  std::vector<Delivery> deliveries_;   // min-heap on (time, id)
+  std::unordered_map<TransferId, std::uint64_t> draining_bytes_;  // sent, waiting for their latency
+  // Re-solve scratch.
+  std::vector<std::uint32_t> component_flows_;
+  std::vector<std::size_t> flow_end_;  // per component: end of its flows in component_flows_
+  std::vector<std::size_t> link_end_;  // per component: end of its links in component_links_
+  std::vector<std::pair<TransferId, std::uint32_t>> order_;
+  std::vector<LinkId> component_links_;
+  SharingProblem problem_;
+  std::vector<double> rates_;
+  FlowModelStats stats_;
+};
+
+}  // namespace orrery::network
