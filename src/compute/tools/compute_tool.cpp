@@ -2,6 +2,8 @@
 //
 //   fit-roofline  fits the roofline's efficiencies and launch overhead to measured kernel times
 //                 and prints (or, with --write, rewrites) the FITTED block of a preset file
+//   validate      writes docs/validation/compute.md: every estimator against the measured kernel
+//                 times in ../shared/data/compute, and the systolic model against SCALE-Sim
 //   export-table  converts kernel tables (Vidur, LLMCompass, Orrery) into Orrery's table format
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -14,6 +16,7 @@
 
 #include "compute/kernel_table.h"
 #include "compute/roofline_fit.h"
+#include "compute/tools/validation_report.h"
 #include "config/loader.h"
 #include "util/error.h"
 
@@ -110,7 +113,12 @@ int main(int argc, char** argv) {
   fit->add_option("--vidur", vidur_files, "Vidur per-op CSV(s) measured on the preset's device")->required();
   fit->add_flag("--write", write, "Rewrite the preset's FITTED block instead of printing it");
 
+  std::string data_dir;
   std::string output;
+  CLI::App* validate = app.add_subcommand("validate", "Write the compute validation page");
+  validate->add_option("--data", data_dir, "The shared data directory (../shared/data)")->required();
+  validate->add_option("--out", output, "The page to write (docs/validation/compute.md)")->required();
+
   std::vector<std::string> inputs;
   CLI::App* exporter = app.add_subcommand("export-table", "Convert kernel tables to Orrery's format");
   exporter->add_option("inputs", inputs, "Vidur, LLMCompass or Orrery tables")->required();
@@ -120,6 +128,11 @@ int main(int argc, char** argv) {
   try {
     if (fit->parsed()) {
       return fit_command(preset_file, vidur_files, write);
+    }
+    if (validate->parsed()) {
+      std::ofstream(output) << validation_report(fs::path(data_dir));
+      std::cout << "wrote " << output << "\n";
+      return 0;
     }
     return export_command(inputs, output);
   } catch (const OrreryError& error) {
