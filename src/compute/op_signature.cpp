@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -18,14 +19,36 @@ std::uint64_t product(const std::array<std::uint64_t, 3>& values, std::uint32_t 
   return result;
 }
 
-std::uint64_t hash_double(double value) { return std::bit_cast<std::uint64_t>(value); }
-
-std::uint64_t hash_array(std::uint64_t seed, const std::array<std::uint64_t, 3>& values) {
-  for (const std::uint64_t value : values) {
-    seed = hash_combine(seed, value);
+// The memoisation hash: fields folded in as 64-bit words by multiply-xorshift (one multiply per
+// word, so hashing a signature costs a few nanoseconds), finalised by SplitMix64's mix64.
+class WordHasher {
+ public:
+  void add(std::uint64_t word) {
+    state_ = (state_ ^ word) * 0x9e3779b97f4a7c15ULL;
+    state_ ^= state_ >> 29;
   }
-  return seed;
-}
+  void add_double(double value) { add(std::bit_cast<std::uint64_t>(value)); }
+  void add_array(const std::array<std::uint64_t, 3>& values) {
+    for (const std::uint64_t value : values) {
+      add(value);
+    }
+  }
+  void add_text(std::string_view text) {
+    std::size_t i = 0;
+    for (; i + 8 <= text.size(); i += 8) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, 8);
+      add(word);
+    }
+    std::uint64_t tail = text.size();  // the length disambiguates zero padding
+    std::memcpy(&tail, text.data() + i, text.size() - i);
+    add(tail ^ (static_cast<std::uint64_t>(text.size()) << 56));
+  }
+  [[nodiscard]] std::uint64_t finish() const { return mix64(state_); }
+
+ private:
+  std::uint64_t state_ = 0x243f6a8885a308d3ULL;
+};
 
 }  // namespace
 
@@ -71,25 +94,32 @@ std::vector<std::uint64_t> OpSignature::table_shape() const {
 }
 
 std::uint64_t OpSignature::hash() const {
-  std::uint64_t h = hash_bytes(kind);
-  h = hash_combine(h, static_cast<std::uint64_t>(op_class));
-  h = hash_combine(h, static_cast<std::uint64_t>(element_type));
+  WordHasher h;
+  h.add_text(kind);
+  h.add((static_cast<std::uint64_t>(op_class) << 8) | static_cast<std::uint64_t>(element_type));
   if (op_class == OpClass::kGemm) {
-    h = hash_combine(hash_combine(hash_combine(hash_combine(h, gemm.batch), gemm.m), gemm.n), gemm.k);
+    h.add(gemm.batch);
+    h.add(gemm.m);
+    h.add(gemm.n);
+    h.add(gemm.k);
   } else if (op_class == OpClass::kConvolution) {
-    h = hash_combine(h, conv.spatial_rank);
-    h = hash_combine(hash_combine(h, conv.batch), conv.input_features);
-    h = hash_combine(hash_combine(h, conv.output_features), conv.feature_groups);
-    h = hash_combine(h, conv.batch_groups);
+    h.add(conv.spatial_rank);
+    h.add(conv.batch);
+    h.add(conv.input_features);
+    h.add(conv.output_features);
+    h.add(conv.feature_groups);
+    h.add(conv.batch_groups);
     for (const auto* values : {&conv.input_size, &conv.kernel_size, &conv.output_size, &conv.stride,
-                               &conv.padding_low, &conv.padding_high, &conv.input_dilation,
-                               &conv.kernel_dilation}) {
-      h = hash_array(h, *values);
+                               &conv.padding_low, &conv.padding_high, &conv.input_dilation, &conv.kernel_dilation}) {
+      h.add_array(*values);
     }
   }
-  h = hash_combine(hash_combine(h, elements), row_length);
-  h = hash_combine(h, hash_double(flops.value));
-  return hash_combine(hash_combine(h, bytes_read.count), bytes_written.count);
+  h.add(elements);
+  h.add(row_length);
+  h.add_double(flops.value);
+  h.add(bytes_read.count);
+  h.add(bytes_written.count);
+  return h.finish();
 }
 
 std::string OpSignature::describe() const {
