@@ -101,7 +101,7 @@ std::string answer_counts(const std::vector<Prediction>& predictions) {
   for (const auto& [kind, count] : counts) {
     parts.push_back(fmt::format("{} {}", kind, count));
   }
-  return fmt::format("How the table answered: {}.\n", fmt::join(parts, ", "));
+  return fmt::format("How the table answered: {}.\n\n", fmt::join(parts, ", "));
 }
 
 std::vector<KernelMeasurement> as_table(const std::vector<MeasuredOp>& data) {
