@@ -43,10 +43,11 @@ fuzz:
 	@cmake --build --preset fuzz --target fuzzers
 	@ctest --preset fuzz
 
-# Regenerates docs/config.md from the schema.
+# Regenerates docs/config.md and the preset reference in docs/compute.md from the schemas.
 docs: build
 	@ORRERY_UPDATE_DOCS=1 $(BUILD)/tests/config_tests --gtest_filter='ConfigReference.*' > /dev/null
-	@echo "docs/config.md regenerated"
+	@ORRERY_UPDATE_DOCS=1 $(BUILD)/tests/compute_tests --gtest_filter='ComputeReference.*' > /dev/null
+	@echo "docs/config.md and docs/compute.md regenerated"
 
 clean:
 	rm -rf build

@@ -24,6 +24,8 @@ run_step() {  # run_step AREA COMMAND...
 
 # --- steps (one per area) ------------------------------------------------------------------------
 # (areas add their steps here: run_step AREA COMMAND... writing $out/AREA.md)
+# compute: roofline and table estimators against measured A100 kernel times, systolic vs SCALE-Sim.
+run_step compute "$build/orrery_compute_tool" validate --data "$data" --out "$out/compute.md"
 
 # --- index -----------------------------------------------------------------------------------------
 {

@@ -12,6 +12,18 @@
 
 namespace orrery::config {
 
+template <class T>
+struct IsOptionalStruct : std::false_type {};
+template <class T>
+  requires ConfigStruct<T>
+struct IsOptionalStruct<std::optional<T>> : std::true_type {};
+
+template <class T>
+struct IsStructMap : std::false_type {};
+template <class T>
+  requires ConfigStruct<T>
+struct IsStructMap<std::map<std::string, T>> : std::true_type {};
+
 class DocWriter {
  public:
   struct Row {
@@ -36,6 +48,14 @@ class DocWriter {
     } else if constexpr (ConfigStruct<T>) {
       rows_.push_back(Row{path, "mapping", "", std::string(doc)});
       document(path + ".", member);
+    } else if constexpr (IsOptionalStruct<T>::value) {
+      rows_.push_back(Row{path, "mapping (optional)", "unset", std::string(doc)});
+      typename T::value_type element{};
+      document(path + ".", element);
+    } else if constexpr (IsStructMap<T>::value) {
+      rows_.push_back(Row{path, "mapping of name to mapping", render(member), std::string(doc)});
+      typename T::mapped_type element{};
+      document(path + ".NAME.", element);
     } else if constexpr (IsStructVector<T>::value) {
       rows_.push_back(Row{path, "list of mappings", render(member), std::string(doc)});
       typename T::value_type element{};
