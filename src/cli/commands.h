@@ -16,5 +16,6 @@ struct GlobalOptions {
 using Action = std::function<int()>;
 
 Action register_phold(CLI::App& app, const GlobalOptions& global);
+Action register_inspect(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace orrery::cli

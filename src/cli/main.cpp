@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   std::map<const CLI::App*, cli::Action> actions;
   auto add = [&](cli::Action action) { actions[app.get_subcommands({}).back()] = std::move(action); };
   add(cli::register_phold(app, global));
+  add(cli::register_inspect(app, global));
 
   try {
     app.parse(argc, argv);
