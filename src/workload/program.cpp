@@ -238,6 +238,11 @@ StringId ProgramBuilder::intern(std::string_view text) {
   return it->second;
 }
 
+std::optional<StringId> ProgramBuilder::find_string(std::string_view text) const {
+  const auto it = string_ids_.find(text);
+  return it == string_ids_.end() ? std::nullopt : std::optional<StringId>(it->second);
+}
+
 StringId ProgramBuilder::own(std::string text) {
   if (const auto it = string_ids_.find(text); it != string_ids_.end()) {
     return it->second;
@@ -268,10 +273,13 @@ void ProgramBuilder::add_mesh(StringId name, std::span<const std::pair<StringId,
 }
 
 namespace {
+// Lists are short (an op has two or three operands), so an element loop beats insert()'s memmove.
 template <class T>
 Range append(std::vector<T>& pool, std::span<const T> values) {
   const Range range{static_cast<std::uint32_t>(pool.size()), static_cast<std::uint32_t>(values.size())};
-  pool.insert(pool.end(), values.begin(), values.end());
+  for (const T& value : values) {
+    pool.push_back(value);
+  }
   return range;
 }
 }  // namespace
@@ -395,14 +403,35 @@ void ProgramBuilder::set_payload(OpId op, const CallAttributes& p) {
   append_payload(program_->calls_, op, p);
 }
 
+void ProgramBuilder::reserve_for(std::size_t source_bytes) {
+  Program& p = *program_;
+  const std::size_t ops = source_bytes / 128;
+  p.ops_.reserve(ops);
+  p.block_ops_.reserve(ops);
+  p.operands_.reserve(2 * ops);
+  p.type_pool_.reserve(ops + ops / 4);
+  p.attributes_.reserve(ops / 4);
+}
+
+namespace {
+// Trims a table when more than a quarter of it is unused (trimming copies it).
+template <class T>
+void trim(std::vector<T>& table) {
+  if (table.capacity() > table.size() + table.size() / 4 + 16) {
+    table.shrink_to_fit();
+  }
+}
+}  // namespace
+
 std::shared_ptr<const Program> ProgramBuilder::finish() {
   Program& p = *program_;
   p.types_.shrink_to_fit();
-  auto trim = [](auto&... v) { (v.shrink_to_fit(), ...); };
-  trim(p.strings_, p.owned_strings_, p.functions_, p.function_attributes_, p.meshes_, p.ops_, p.blocks_,
-       p.regions_, p.block_ops_, p.region_blocks_, p.op_regions_, p.operands_, p.type_pool_, p.attributes_,
-       p.ints_, p.while_ops_, p.dots_, p.convolutions_, p.reduces_, p.windows_, p.gathers_, p.scatters_,
-       p.sorts_, p.custom_calls_, p.compares_, p.collectives_, p.whiles_, p.calls_);
+  auto trim_all = [](auto&... tables) { (trim(tables), ...); };
+  trim_all(p.strings_, p.owned_strings_, p.functions_, p.function_attributes_, p.meshes_, p.ops_, p.blocks_,
+           p.regions_, p.block_ops_, p.region_blocks_, p.op_regions_, p.operands_, p.type_pool_,
+           p.attributes_, p.ints_, p.while_ops_, p.dots_, p.convolutions_, p.reduces_, p.windows_, p.gathers_,
+           p.scatters_, p.sorts_, p.custom_calls_, p.compares_, p.collectives_, p.whiles_, p.calls_);
+  string_ids_ = {};
   return std::shared_ptr<const Program>(std::move(program_));
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ class ProgramBuilder {
   // or a string literal), and gives equal texts one id; own() copies.
   StringId intern(std::string_view text);
   StringId own(std::string text);
+  // The id of an interned string, if it was interned.
+  [[nodiscard]] std::optional<StringId> find_string(std::string_view text) const;
 
   void set_module_name(StringId name) { program_->module_name_ = name; }
   void set_module_attributes(std::span<const Attribute> attributes);
@@ -66,7 +69,10 @@ class ProgramBuilder {
   void set_payload(OpId op, const WhileAttributes& payload);
   void set_payload(OpId op, const CallAttributes& payload);
 
-  // Trims every table to its size and hands the program over; the builder is empty afterwards.
+  // Reserves table space for a module of `source_bytes` of text (exports run ~120 bytes per op).
+  void reserve_for(std::size_t source_bytes);
+  // Trims tables that are more than a quarter unused and hands the program over; the builder is
+  // empty afterwards.
   std::shared_ptr<const Program> finish();
 
  private:

@@ -111,17 +111,26 @@ std::string_view token_kind_spelling(TokenKind kind) {
 Lexer::Lexer(std::string_view buffer, std::size_t begin, std::size_t end)
     : buffer_(buffer), current_(buffer.data() + begin), end_(buffer.data() + end) {}
 
+// The first position at or after p whose character is not in `mask` (a local pointer, so that the
+// loop runs in a register).
+const char* Lexer::scan_while(const char* p, std::uint8_t mask) const {
+  while (p < end_ && has(*p, mask)) {
+    ++p;
+  }
+  return p;
+}
+
 void Lexer::skip_whitespace_and_comments() {
-  while (current_ < end_) {
-    const char c = *current_;
-    if (has(c, kSpace)) {
-      ++current_;
-    } else if (c == '/' && current_ + 1 < end_ && current_[1] == '/') {
-      const void* newline = std::memchr(current_, '\n', static_cast<std::size_t>(end_ - current_));
-      current_ = newline == nullptr ? end_ : static_cast<const char*>(newline) + 1;
-    } else {
-      return;
+  const char* p = current_;
+  for (;;) {
+    p = scan_while(p, kSpace);
+    if (p + 1 < end_ && p[0] == '/' && p[1] == '/') {
+      const void* newline = std::memchr(p, '\n', static_cast<std::size_t>(end_ - p));
+      p = newline == nullptr ? end_ : static_cast<const char*>(newline) + 1;
+      continue;
     }
+    current_ = p;
+    return;
   }
 }
 
@@ -201,9 +210,7 @@ Token Lexer::lex() {
 }
 
 Token Lexer::lex_bare_identifier(const char* start) {
-  while (current_ < end_ && has(*current_, kLetter | kDigit | kIdentPunct)) {
-    ++current_;
-  }
+  current_ = scan_while(current_, kLetter | kDigit | kIdentPunct);
   return make(TokenKind::kBareIdentifier, start);
 }
 
@@ -214,9 +221,7 @@ Token Lexer::lex_prefixed_identifier(const char* start, TokenKind kind) {
       (kind == TokenKind::kPercentIdentifier || kind == TokenKind::kCaretIdentifier)
           ? (kLetter | kDigit | kSuffixPunct)
           : (kLetter | kDigit | kIdentPunct);
-  while (current_ < end_ && has(*current_, continuation)) {
-    ++current_;
-  }
+  current_ = scan_while(current_, continuation);
   if (current_ == start + 1) {
     return make(TokenKind::kError, start);
   }
@@ -235,32 +240,21 @@ Token Lexer::lex_at_identifier(const char* start) {
 Token Lexer::lex_number(const char* start) {
   if (start[0] == '0' && current_ < end_ && *current_ == 'x' && current_ + 1 < end_ &&
       has(current_[1], kHexDigit)) {
-    ++current_;
-    while (current_ < end_ && has(*current_, kHexDigit)) {
-      ++current_;
-    }
+    current_ = scan_while(current_ + 1, kHexDigit);
     return make(TokenKind::kInteger, start);
   }
-  while (current_ < end_ && has(*current_, kDigit)) {
-    ++current_;
-  }
+  current_ = scan_while(current_, kDigit);
   if (current_ >= end_ || *current_ != '.') {
     return make(TokenKind::kInteger, start);
   }
-  ++current_;
-  while (current_ < end_ && has(*current_, kDigit)) {
-    ++current_;
-  }
+  current_ = scan_while(current_ + 1, kDigit);
   if (current_ < end_ && (*current_ == 'e' || *current_ == 'E')) {
     const char* exponent = current_ + 1;
     if (exponent < end_ && (*exponent == '+' || *exponent == '-')) {
       ++exponent;
     }
     if (exponent < end_ && has(*exponent, kDigit)) {
-      current_ = exponent;
-      while (current_ < end_ && has(*current_, kDigit)) {
-        ++current_;
-      }
+      current_ = scan_while(exponent, kDigit);
     }
   }
   return make(TokenKind::kFloat, start);

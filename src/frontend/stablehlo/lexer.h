@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "frontend/stablehlo/token.h"
@@ -34,6 +35,7 @@ class Lexer {
     return Token{kind, std::string_view(start, static_cast<std::size_t>(current_ - start))};
   }
   void skip_whitespace_and_comments();
+  [[nodiscard]] const char* scan_while(const char* p, std::uint8_t mask) const;
   // bare-id ::= (letter|[_]) (letter|digit|[_$.])*
   Token lex_bare_identifier(const char* start);
   // %suffix-id, ^suffix-id, #alias, !alias, @symbol

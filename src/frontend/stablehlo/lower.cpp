@@ -4,6 +4,7 @@
 #include <string>
 
 #include "frontend/stablehlo/attribute_reader.h"
+#include "frontend/stablehlo/name_cache.h"
 #include "frontend/stablehlo/trip_count.h"
 #include "workload/collectives.h"
 
@@ -62,6 +63,8 @@ class Lowering {
 
   // Attribute access: the op's attribute `name` (aliases resolved), or nullptr.
   [[nodiscard]] const Attribute* find(const Op& op, std::string_view name);
+  // The module's id for a name, kNoId when no string of the module has it (cached).
+  [[nodiscard]] workload::StringId name_id(std::string_view name);
   AttributeReader reader(const Attribute& a) {
     return AttributeReader(program_.source().text, a.offset, a.length, program_.string(a.name), anchor_,
                            diagnostics_);
@@ -86,11 +89,25 @@ class Lowering {
   Diagnostics& diagnostics_;
   Attribute resolved_;        // storage for an alias-resolved attribute returned by find()
   std::uint32_t anchor_ = 0;  // where errors about the op being lowered are reported
+  NameCache<workload::StringId, 64> name_ids_;
 };
 
+workload::StringId Lowering::name_id(std::string_view name) {
+  if (const workload::StringId* cached = name_ids_.find(name)) {
+    return *cached;
+  }
+  const workload::StringId id = builder_.find_string(name).value_or(kNoId);
+  name_ids_.insert(name, id);
+  return id;
+}
+
 const Attribute* Lowering::find(const Op& op, std::string_view name) {
+  const workload::StringId id = name_id(name);
+  if (id == kNoId) {
+    return nullptr;  // no op of the module has an attribute of that name
+  }
   for (const Attribute& a : program_.attributes(op)) {
-    if (program_.string(a.name) != name) {
+    if (a.name != id) {
       continue;
     }
     const std::string_view text = program_.attribute_text(a);
@@ -893,9 +910,10 @@ void Lowering::classify_form() {
   bool manual = false;
   bool collectives = false;
   bool shardings = false;
+  const workload::StringId mhlo_sharding = name_id("mhlo.sharding");
+  const workload::StringId sdy_sharding = name_id("sdy.sharding");
   auto is_sharding_attribute = [&](const Attribute& a) {
-    const std::string_view name = program_.string(a.name);
-    return name == "mhlo.sharding" || name == "sdy.sharding";
+    return a.name != kNoId && (a.name == mhlo_sharding || a.name == sdy_sharding);
   };
   for (OpId id = 0; id < program_.op_count(); ++id) {
     const Op& op = program_.op(id);

@@ -55,26 +55,6 @@ Parser::Parser(const std::shared_ptr<const workload::SourceText>& source, std::u
 
 // Tokens and diagnostics.
 
-void Parser::consume() {
-  previous_end_ = token_end(token_);
-  token_ = lexer_.lex();
-}
-
-std::size_t Parser::offset(const Token& token) const {
-  return static_cast<std::size_t>(token.text.data() - text_.data());
-}
-
-Token Parser::peek() {
-  const std::size_t saved = lexer_.position();
-  const Token next = lexer_.lex();
-  lexer_.reset(saved);
-  return next;
-}
-
-bool Parser::on_new_line() const {
-  return lexer_.newline_between(previous_end_, offset(token_));
-}
-
 Status Parser::error_at(std::size_t at, std::string message, std::vector<std::string> notes) {
   return diagnostics_.error_at(at, std::move(message), std::move(notes));
 }
@@ -163,7 +143,7 @@ Status Parser::parse_top_level(std::vector<std::unique_ptr<ModuleDraft>>& module
   if (implicit_module_ == nullptr) {
     implicit_module_ = &begin_module(modules, chunk_begin_, chunk_end_);
   }
-  module_ = implicit_module_;
+  switch_module(implicit_module_);
   return parse_module_item();
 }
 
@@ -220,6 +200,7 @@ ModuleDraft& Parser::begin_module(std::vector<std::unique_ptr<ModuleDraft>>& mod
                                   std::uint32_t end) {
   modules.push_back(std::make_unique<ModuleDraft>(source_, begin, end, next_module_index_++));
   ModuleDraft& draft = *modules.back();
+  draft.builder.reserve_for(end - begin);
   const workload::RegionId region = draft.builder.add_region(kNoId, kNoId);
   draft.module_block = draft.builder.add_block(region, begin, {});
   const workload::BlockId blocks[] = {draft.module_block};
@@ -227,12 +208,21 @@ ModuleDraft& Parser::begin_module(std::vector<std::unique_ptr<ModuleDraft>>& mod
   return draft;
 }
 
+void Parser::switch_module(ModuleDraft* module) {
+  if (module != module_) {
+    module_ = module;
+    op_names_.clear();
+    type_names_.clear();
+    attribute_names_.clear();
+  }
+}
+
 // module ::= `module` symbol? (`attributes` attr-dict)? `{` (function | operation)* `}` loc?
 Status Parser::parse_module(std::vector<std::unique_ptr<ModuleDraft>>& modules) {
   const auto begin = static_cast<std::uint32_t>(offset(token_));
   consume();
   ModuleDraft& draft = begin_module(modules, begin, chunk_end_);
-  module_ = &draft;
+  switch_module(&draft);
   if (token_.is(TokenKind::kAtIdentifier)) {
     draft.builder.set_module_name(draft.builder.intern(token_.text.substr(1)));
     consume();
@@ -253,7 +243,7 @@ Status Parser::parse_module(std::vector<std::unique_ptr<ModuleDraft>>& modules) 
   consume();
   draft.end = static_cast<std::uint32_t>(previous_end_);
   ORRERY_TRY(parse_optional_location());
-  module_ = nullptr;
+  switch_module(nullptr);
   return Status::success();
 }
 

@@ -23,6 +23,7 @@
 
 #include "frontend/stablehlo/diagnostics.h"
 #include "frontend/stablehlo/lexer.h"
+#include "frontend/stablehlo/name_cache.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "frontend/stablehlo/value_table.h"
 #include "workload/program_builder.h"
@@ -81,12 +82,22 @@ class Parser {
     void clear();
   };
 
-  // Tokens.
-  void consume();
-  [[nodiscard]] std::size_t offset(const Token& token) const;
+  // Tokens (the hot ones inline).
+  void consume() {
+    previous_end_ = token_end(token_);
+    token_ = lexer_.lex();
+  }
+  [[nodiscard]] std::size_t offset(const Token& token) const {
+    return static_cast<std::size_t>(token.text.data() - text_.data());
+  }
   [[nodiscard]] std::size_t token_end(const Token& token) const { return offset(token) + token.text.size(); }
-  [[nodiscard]] Token peek();
-  [[nodiscard]] bool on_new_line() const;
+  [[nodiscard]] Token peek() {
+    const std::size_t saved = lexer_.position();
+    const Token next = lexer_.lex();
+    lexer_.reset(saved);
+    return next;
+  }
+  [[nodiscard]] bool on_new_line() const { return lexer_.newline_between(previous_end_, offset(token_)); }
   Status expect(TokenKind kind, std::string_view context);
   Status expect_keyword(std::string_view word, std::string_view context);
   Status error_here(std::string message);
@@ -117,9 +128,14 @@ class Parser {
                                std::vector<workload::FunctionAttribute>& attributes, bool is_result);
   ModuleDraft& begin_module(std::vector<std::unique_ptr<ModuleDraft>>& modules, std::uint32_t begin,
                             std::uint32_t end);
+  // Makes `module` the one being built; the name caches hold ids of one module, so they are reset.
+  void switch_module(ModuleDraft* module);
+  [[nodiscard]] workload::StringId intern_attribute_name(std::string_view name);
 
   // Operations, regions and blocks (parser_ops.cpp).
   Status parse_operation(workload::BlockId block);
+  struct OpName;
+  Status resolve_op_name(std::string_view name, std::size_t at, OpName& resolved);
   Status parse_result_list(OpScratch& scratch);
   Status parse_value_use(workload::ValueRef& value);
   Status parse_operand(OpScratch& scratch);
@@ -192,6 +208,14 @@ class Parser {
   std::set<std::string_view> unknown_ops_;         // reported once each under `lenient`
   std::vector<workload::TypeId> signature_types_;  // scratch for an op's type signature
   std::vector<TokenKind> closer_stack_;            // scratch for skip_group
+  // Caches of the current module's interned names and types (see name_cache.h).
+  struct OpName {
+    workload::OpKind kind = workload::OpKind::kOpaque;
+    workload::StringId name = workload::kNoId;
+  };
+  NameCache<OpName> op_names_;
+  NameCache<workload::TypeId> type_names_;
+  NameCache<workload::StringId, 256> attribute_names_;
 };
 
 template <class ParseElement>

@@ -53,41 +53,54 @@ Status Parser::parse_operation(BlockId block) {
   } else {
     return error_expected("an operation name");
   }
+  workload::ProgramBuilder& builder = module_->builder;
+  OpName resolved;
+  if (const OpName* cached = op_names_.find(name)) {
+    resolved = *cached;
+  } else {
+    ORRERY_TRY(resolve_op_name(name, name_at, resolved));
+  }
+  const OpKind kind = resolved.kind;
+  consume();
+  const OpId op = builder.add_op(kind, resolved.name, block, static_cast<std::uint32_t>(start));
+  if (generic) {
+    ORRERY_TRY(parse_generic_body(s, op));
+  } else {
+    ORRERY_TRY(parse_custom_body(s, kind, kind == OpKind::kOpaque || kind == OpKind::kUnknown, op));
+  }
+  ORRERY_TRY(parse_optional_location());
+  ORRERY_TRY(check_operands(s, kind, name, name_at));
+  builder.set_op_contents(op, s.operands, s.results, s.regions, s.attributes);
+  ORRERY_TRY(define_results(s, op, start));
+  block_ops_.push_back(op);
+  return Status::success();
+}
+
+// The kind of an op name (an unknown name of a modelled dialect is an error, or kUnknown under
+// --lenient; a name of another dialect is kOpaque, or an error under --strict), interned and cached.
+Status Parser::resolve_op_name(std::string_view name, std::size_t at, OpName& resolved) {
   std::optional<OpKind> kind = workload::op_kind_from_name(name);
-  bool opaque = false;
   if (!kind) {
     const std::string_view dialect = dialect_of(name);
     if (workload::is_modelled_dialect(dialect)) {
       if (!options_.lenient) {
-        return error_at(name_at, "unknown op '" + std::string(name) + "'",
+        return error_at(at, "unknown op '" + std::string(name) + "'",
                         {"--lenient lets unknown ops through as memory-bound ops"});
       }
       unknown_ops_.insert(name);
       kind = OpKind::kUnknown;
     } else {
       if (options_.strict) {
-        return error_at(name_at, "op '" + std::string(name) +
-                                     "' is not a StableHLO op (--strict rejects other dialects)");
+        return error_at(
+            at, "op '" + std::string(name) + "' is not a StableHLO op (--strict rejects other dialects)");
       }
       kind = OpKind::kOpaque;
-      opaque = true;
     }
   } else if (*kind == OpKind::kFunc || *kind == OpKind::kModule) {
-    return error_at(name_at, "'" + std::string(name) + "' is only allowed at module level");
+    return error_at(at, "'" + std::string(name) + "' is only allowed at module level");
   }
-  consume();
-  workload::ProgramBuilder& builder = module_->builder;
-  const OpId op = builder.add_op(*kind, builder.intern(name), block, static_cast<std::uint32_t>(start));
-  if (generic) {
-    ORRERY_TRY(parse_generic_body(s, op));
-  } else {
-    ORRERY_TRY(parse_custom_body(s, *kind, opaque || *kind == OpKind::kUnknown, op));
-  }
-  ORRERY_TRY(parse_optional_location());
-  ORRERY_TRY(check_operands(s, *kind, name, name_at));
-  builder.set_op_contents(op, s.operands, s.results, s.regions, s.attributes);
-  ORRERY_TRY(define_results(s, op, start));
-  block_ops_.push_back(op);
+  resolved = OpName{*kind, module_->builder.intern(name)};
+  op_names_.insert(name, resolved);
   return Status::success();
 }
 

@@ -94,10 +94,11 @@ Status Parser::parse_type(TypeId& type) {
       at = static_cast<std::size_t>(text.data() - text_.data());
     }
   }
-  if (const auto known = module_->builder.types().find_text(text)) {
-    type = *known;
+  if (const TypeId* cached = type_names_.find(text)) {
+    type = *cached;
   } else {
     ORRERY_TRY(parse_type_text(text, at, type));
+    type_names_.insert(text, type);
   }
   lexer_.reset(end);
   previous_end_ = end;
