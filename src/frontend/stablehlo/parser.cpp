@@ -77,6 +77,12 @@ std::string describe(const Token& token) {
 }  // namespace
 
 Status Parser::error_expected(std::string_view what) {
+  if (token_.is(TokenKind::kError)) {
+    // The lexer stopped on something that is no token at all.
+    return error_here(token_.text[0] == '"'
+                          ? std::string("unterminated string literal")
+                          : "unexpected character '" + std::string(token_.text.substr(0, 1)) + "'");
+  }
   // A missing token is reported at the end of the previous line (MLIR's convention): that is
   // where it was forgotten.
   const std::size_t at = on_new_line() || token_.is(TokenKind::kEof) ? previous_end_ : offset(token_);

@@ -160,8 +160,11 @@ Status Parser::skip_group() {
     } else if (kind == closers.back()) {
       closers.pop_back();
     } else if (is_closer(kind) && kind != TokenKind::kGreater) {
-      return error_here("unexpected " + std::string(token_kind_spelling(kind)) + ": expected " +
-                        std::string(token_kind_spelling(closers.back())));
+      // Report where the unclosed group opened: that is where the mistake is.
+      return error_at(open, "unbalanced '" + std::string(text_.substr(open, 1)) + "': found " +
+                                std::string(token_kind_spelling(kind)) + " at line " +
+                                std::to_string(diagnostics_.location(offset(token_)).line) + " before its " +
+                                std::string(token_kind_spelling(closers.back())));
     }
     consume();
   }

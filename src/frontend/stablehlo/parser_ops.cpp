@@ -698,10 +698,9 @@ Status Parser::define_block_arguments(BlockId block, const std::vector<std::stri
 
 Status Parser::parse_block_body(BlockId block) {
   const std::size_t mark = block_ops_.size();
-  while (!token_.is(TokenKind::kRightBrace) && !token_.is(TokenKind::kCaretIdentifier)) {
-    if (token_.is(TokenKind::kEof)) {
-      return error_expected("'}' to close the region");
-    }
+  // The region reports a missing '}' (it knows where it was opened).
+  while (!token_.is(TokenKind::kRightBrace) && !token_.is(TokenKind::kCaretIdentifier) &&
+         !token_.is(TokenKind::kEof)) {
     ORRERY_TRY(parse_operation(block));
   }
   module_->builder.set_block_ops(block, std::span<const OpId>(block_ops_).subspan(mark));
