@@ -12,3 +12,8 @@ echo "== event queue (hold model)"
 echo
 echo "== PHOLD grid"
 /usr/bin/python3 "$root/bench/phold_grid.py" --orrery "$build/orrery" --mpirun "$root/scripts/mpirun.sh"
+echo
+echo "== StableHLO frontend (parse + lower, IR heap) on a 200 MB file built from Llama3-100M"
+big=$build/bench/llama3-100m-big.mlir
+[[ -f "$big" ]] || /usr/bin/python3 "$root/bench/gen_llama_stablehlo.py" --mb 200 --out "$big"
+"$build/bench/stablehlo_bench" "$big" --repeat 3

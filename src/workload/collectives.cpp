@@ -5,6 +5,9 @@
 namespace orrery::workload {
 namespace {
 
+// The most device ids resolve_device_groups lists (guards against absurd inputs).
+constexpr std::uint64_t kMaxListedDevices = std::uint64_t{1} << 26;
+
 Error group_error(std::string message) {
   return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}};
 }
@@ -231,6 +234,20 @@ Result<DeviceGroups> resolve_device_groups(GroupMode mode, std::span<const std::
     }
     rows.push_back(std::move(row));
   }
+  // Every row is listed once per partition (cross_replica), per replica (cross_partition), or
+  // times the partitions (cross_replica_and_partition): refuse tables too large to list.
+  std::uint64_t listed = rows.empty() ? domain : 0;
+  for (const auto& row : rows) {
+    listed += row.size();
+  }
+  const std::uint64_t copies = mode == GroupMode::kCrossReplica               ? num_partitions
+                               : mode == GroupMode::kCrossPartition           ? num_replicas
+                               : mode == GroupMode::kCrossReplicaAndPartition ? num_partitions
+                                                                              : 1;
+  if (listed * copies > kMaxListedDevices) {
+    return group_error("the replica groups list " + std::to_string(listed * copies) +
+                       " device ids; at most " + std::to_string(kMaxListedDevices) + " are resolved");
+  }
   if (rows.empty()) {
     std::vector<std::int64_t> all(domain);
     for (std::uint32_t i = 0; i < domain; ++i) {
@@ -328,6 +345,37 @@ Result<DeviceGroups> device_groups(const Program& program, const Op& op) {
   }
   return resolve_device_groups(mode, program.ints(c.groups), c.group_count, c.group_size,
                                program.num_replicas(), program.num_partitions());
+}
+
+Result<std::uint32_t> device_group_size(const Program& program, const Op& op) {
+  const CollectiveAttributes& c = program.collective(op);
+  const GroupMode mode = group_mode(c);
+  std::uint64_t size = 0;
+  if (c.groups_form == ReplicaGroupsForm::kMeshAxes) {
+    const Mesh* mesh = program.find_mesh(program.string(c.mesh));
+    if (mesh == nullptr) {
+      return group_error("unknown mesh @" + std::string(program.string(c.mesh)));
+    }
+    const auto axes = program.ints(mesh->axes);
+    size = 1;
+    for (const std::int64_t axis : program.ints(c.groups)) {
+      for (std::size_t a = 0; a + 1 < axes.size(); a += 2) {
+        if (c.mesh_axes_by_index ? static_cast<std::int64_t>(a / 2) == axis : axes[a] == axis) {
+          size *= static_cast<std::uint64_t>(axes[a + 1]);
+        }
+      }
+    }
+  } else if (c.group_count == 0 || c.group_size == 0) {
+    size = domain_size(mode, program.num_replicas(), program.num_partitions());
+  } else {
+    for (const std::int64_t id : program.ints(c.groups).subspan(0, c.group_size)) {
+      size += id == -1 ? 0 : 1;
+    }
+    if (mode == GroupMode::kCrossReplicaAndPartition) {
+      size *= program.num_partitions();
+    }
+  }
+  return static_cast<std::uint32_t>(size);
 }
 
 Result<DevicePairs> device_pairs(const Program& program, const Op& op) {

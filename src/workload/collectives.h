@@ -47,7 +47,8 @@ std::string_view group_mode_name(GroupMode mode);
 GroupMode group_mode(const CollectiveAttributes& collective);
 
 // Resolves a dense group matrix (row-major, `group_count` rows of `group_size` ids, -1 entries are
-// padding) to device ids. Errors for ids outside the mode's domain.
+// padding) to device ids. Errors for ids outside the mode's domain, and for tables of more than
+// 2^26 device ids.
 Result<DeviceGroups> resolve_device_groups(GroupMode mode, std::span<const std::int64_t> groups,
                                            std::uint32_t group_count, std::uint32_t group_size,
                                            std::uint32_t num_replicas, std::uint32_t num_partitions);
@@ -60,6 +61,8 @@ Result<DevicePairs> resolve_device_pairs(GroupMode mode, std::span<const std::in
 // The device groups of a collective op of `program` (dense or mesh-axes replica groups), using
 // the program's num_replicas and num_partitions.
 Result<DeviceGroups> device_groups(const Program& program, const Op& op);
+// The number of devices in the collective's first group, without listing the groups.
+Result<std::uint32_t> device_group_size(const Program& program, const Op& op);
 // The device pairs of collective_permute (source_target_pairs) and of send/recv
 // (source_target_pairs or XLA's _xla_send_recv_source_target_pairs).
 Result<DevicePairs> device_pairs(const Program& program, const Op& op);

@@ -148,8 +148,8 @@ class Summarizer {
       if (c.kind == CollectiveKind::kCollectivePermute || c.kind == CollectiveKind::kSend ||
           c.kind == CollectiveKind::kRecv) {
         group_size = 2;
-      } else if (auto groups = device_groups(p, op); groups.ok() && !groups.value().empty()) {
-        group_size = static_cast<std::uint32_t>(groups.value().front().size());
+      } else if (auto size = device_group_size(p, op); size.ok()) {
+        group_size = size.value();
       }
       ++s.group_sizes[group_size];
     }

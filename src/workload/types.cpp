@@ -75,6 +75,9 @@ std::optional<ElementType> element_type_from_name(std::string_view name) {
     }
   }
   // Other integer widths (i10, ui3) and f80/f128 are valid MLIR types Orrery does not size.
+  if (name.size() < 2) {
+    return std::nullopt;
+  }
   const std::string_view width = name.substr(name.substr(0, 2) == "ui" ? 2 : 1);
   const bool numbered = !width.empty() && width.find_first_not_of("0123456789") == std::string_view::npos;
   if (numbered && (name[0] == 'i' || name.substr(0, 2) == "ui" || name == "f80" || name == "f128")) {

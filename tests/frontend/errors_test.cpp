@@ -97,5 +97,31 @@ func.func @c() -> () { return }
   EXPECT_TRUE(outcomes[2].result.ok());
 }
 
+// Pathological nesting ends in an error, not in a stack overflow.
+TEST(Errors, DeepNestingIsRefused) {
+  std::string ops = "func.func @main() -> () {\n";
+  for (int i = 0; i < 5000; ++i) {
+    ops += "\"x.y\"() ({\n";
+  }
+  const Error nested_ops = testing::parse_error(ops);
+  EXPECT_NE(nested_ops.message.find("nested more than 256 levels"), std::string::npos) << nested_ops.message;
+
+  std::string type = "tensor<f32>";
+  for (int i = 0; i < 5000; ++i) {
+    type = "tuple<" + type + ">";
+  }
+  const Error nested_types = testing::parse_error("func.func @main(%x: " + type + ") -> () { return }");
+  EXPECT_NE(nested_types.message.find("nested more than 256 levels"), std::string::npos)
+      << nested_types.message;
+
+  const Error nested_lists = testing::parse_error(
+      "func.func @main(%x: tensor<1x8x3xf32>, %k: tensor<3x3x4xf32>) -> () {\n"
+      "  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {pad = " +
+      std::string(5000, '[') + "0" + std::string(5000, ']') +
+      "} : (tensor<1x8x3xf32>, tensor<3x3x4xf32>) -> tensor<1x6x4xf32>\n  return\n}");
+  EXPECT_NE(nested_lists.message.find("nested more than 64 levels"), std::string::npos)
+      << nested_lists.message;
+}
+
 }  // namespace
 }  // namespace orrery::frontend::stablehlo

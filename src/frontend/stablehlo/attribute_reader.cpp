@@ -92,10 +92,14 @@ Status AttributeReader::read_int_into(std::vector<std::int64_t>& values) {
 
 Status AttributeReader::read_int_list(std::vector<std::int64_t>& values, std::vector<std::int64_t>* shape) {
   if (token_.is(TokenKind::kLeftSquare)) {
+    if (++list_depth_ > kMaxListDepth) {
+      return fail("lists nested more than " + std::to_string(kMaxListDepth) + " levels deep");
+    }
     next();
     ORRERY_TRY(read_list(TokenKind::kRightSquare, [&] {
       return token_.is(TokenKind::kLeftSquare) ? read_int_list(values) : read_int_into(values);
     }));
+    --list_depth_;
     return expect(TokenKind::kRightSquare);
   }
   if (token_.is_keyword("array")) {  // array<i64: 1, 2> or array<i64>

@@ -54,8 +54,11 @@ class AttributeReader {
     return static_cast<std::size_t>(token_.text.data() - lexer_.buffer().data());
   }
 
+  static constexpr int kMaxListDepth = 64;
+
   Lexer lexer_;
   Token token_;
+  int list_depth_ = 0;
   std::string_view what_;
   std::uint32_t begin_;
   std::uint32_t anchor_;

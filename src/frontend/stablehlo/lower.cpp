@@ -25,6 +25,10 @@ namespace {
 
 using Ints = std::vector<std::int64_t>;
 
+// Devices one program may span (partitions x replicas): far beyond the 32K-device clusters Orrery
+// simulates, and small enough that device ids and group tables stay in 32 bits and in memory.
+constexpr std::int64_t kMaxDevices = std::int64_t{1} << 20;
+
 class Lowering {
  public:
   Lowering(ModuleDraft& draft, const AttributeAliases& aliases, const Options& options,
@@ -217,11 +221,15 @@ Status Lowering::lower_module_attributes() {
       std::int64_t value = 0;
       AttributeReader r = reader(a);
       ORRERY_TRY(r.read_int(value));
-      if (value < 1 || value > (1 << 24)) {
-        return r.fail("expected a count between 1 and 2^24");
+      if (value < 1 || value > kMaxDevices) {
+        return r.fail("expected a count between 1 and " + std::to_string(kMaxDevices));
       }
       (name == "mhlo.num_partitions" ? partitions : replicas) = value;
     }
+  }
+  if (partitions * replicas > kMaxDevices) {
+    return fail("mhlo.num_partitions x mhlo.num_replicas is " + std::to_string(partitions * replicas) +
+                " devices; Orrery supports up to " + std::to_string(kMaxDevices) + " per program");
   }
   builder_.set_device_counts(static_cast<std::uint32_t>(partitions), static_cast<std::uint32_t>(replicas));
   return Status::success();

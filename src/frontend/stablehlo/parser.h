@@ -49,6 +49,10 @@ using AttributeAliases = std::unordered_map<std::string_view, std::string_view>;
 
 class Parser {
  public:
+  // Deeper nesting (of ops in regions, or of types in types) is refused, so that the recursion
+  // of the parser stays far from the end of the stack whatever the input.
+  static constexpr std::size_t kMaxNesting = 256;
+
   Parser(const std::shared_ptr<const workload::SourceText>& source, std::uint32_t begin, std::uint32_t end,
          std::uint32_t first_module_index, const Options& options, Diagnostics& diagnostics);
 
@@ -200,7 +204,8 @@ class Parser {
   workload::FunctionId function_ = workload::kNoId;
   ValueTable values_;
   std::vector<std::unique_ptr<OpScratch>> scratch_;
-  std::size_t depth_ = 0;
+  std::size_t depth_ = 0;                         // ops being parsed, outermost first
+  std::size_t type_depth_ = 0;                    // types being described (tuple<tuple<...>>)
   std::vector<workload::OpId> block_ops_;         // ops of the open blocks, innermost last
   std::vector<workload::BlockId> region_blocks_;  // blocks of the open regions, innermost last
   std::unordered_map<std::string_view, std::string_view> type_aliases_;  // !name -> type text

@@ -40,6 +40,9 @@ Status Parser::parse_operation(BlockId block) {
   OpScratch& s = scratch_at(depth_);
   s.clear();
   const DepthGuard guard(depth_);
+  if (depth_ > kMaxNesting) {
+    return error_here("ops are nested more than " + std::to_string(kMaxNesting) + " levels deep");
+  }
   if (token_.is(TokenKind::kPercentIdentifier)) {
     ORRERY_TRY(parse_result_list(s));
   }

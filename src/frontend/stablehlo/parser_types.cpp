@@ -125,8 +125,14 @@ Status Parser::parse_type_text(std::string_view text, std::size_t at, TypeId& ty
     type = *known;
     return Status::success();
   }
+  if (type_depth_ >= kMaxNesting) {
+    return error_at(at, "types are nested more than " + std::to_string(kMaxNesting) + " levels deep");
+  }
   TypeDescription description;
-  ORRERY_TRY(describe_type(text, at, description));
+  ++type_depth_;
+  const Status described = describe_type(text, at, description);
+  --type_depth_;
+  ORRERY_TRY(described);
   type = module_->builder.types().intern(description, text);
   return Status::success();
 }
