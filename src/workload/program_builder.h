@@ -69,7 +69,7 @@ class ProgramBuilder {
   void set_payload(OpId op, const WhileAttributes& payload);
   void set_payload(OpId op, const CallAttributes& payload);
 
-  // Reserves table space for a module of `source_bytes` of text (exports run ~120 bytes per op).
+  // Reserves table space for a module of `source_bytes` of text.
   void reserve_for(std::size_t source_bytes);
   // Trims tables that are more than a quarter unused and hands the program over; the builder is
   // empty afterwards.

@@ -13,6 +13,7 @@ enum CharClass : std::uint8_t {
   kSuffixPunct = 8,  // [$._-] continue a suffix identifier (%name, ^bb, #alias)
   kHexDigit = 16,
   kSpace = 32,
+  kAngleSpecial = 64,  // the characters skip_angle_group must look at: < > " - /
 };
 
 constexpr std::array<std::uint8_t, 256> make_classes() {
@@ -32,6 +33,9 @@ constexpr std::array<std::uint8_t, 256> make_classes() {
   classes['\r'] |= kSpace;
   classes['\f'] |= kSpace;
   classes['\v'] |= kSpace;
+  for (const char c : {'<', '>', '"', '-', '/'}) {
+    classes[static_cast<unsigned char>(c)] |= kAngleSpecial;
+  }
   return classes;
 }
 constexpr std::array<std::uint8_t, 256> kClasses = make_classes();
@@ -281,6 +285,13 @@ std::size_t Lexer::skip_angle_group(std::size_t open) const {
   const char* p = buffer_.data() + open + 1;
   int depth = 1;
   while (p < end_) {
+    // Most bytes of a type or a dense literal are digits, letters, 'x' and ','; skip them fast.
+    while (p < end_ && !has(*p, kAngleSpecial)) {
+      ++p;
+    }
+    if (p >= end_) {
+      break;
+    }
     const char c = *p++;
     if (c == '<') {
       ++depth;
