@@ -322,8 +322,8 @@ Result<DevicePairs> resolve_device_pairs(GroupMode mode, std::span<const std::in
         out.emplace_back(static_cast<DeviceId>(source * num_partitions + c),
                          static_cast<DeviceId>(target * num_partitions + c));
       } else {
-        out.emplace_back(static_cast<DeviceId>(c * num_partitions + source),
-                         static_cast<DeviceId>(c * num_partitions + target));
+        const std::int64_t base = std::int64_t{c} * num_partitions;
+        out.emplace_back(static_cast<DeviceId>(base + source), static_cast<DeviceId>(base + target));
       }
     }
   }

@@ -172,7 +172,7 @@ constexpr std::pair<std::string_view, OpKind> kExplicitSpellings[] = {
 };
 
 struct NameHash {
-  using is_transparent = void;
+  using is_transparent = void;  // NOLINT(readability-identifier-naming): the standard library's name
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 

@@ -26,11 +26,11 @@ struct Expected {
 };
 
 std::uint64_t element_bytes(const std::string& element) {
-  static const std::map<std::string, std::uint64_t> kBytes = {{"bf16", 2}, {"f16", 2}, {"f32", 4}, {"f64", 8},
-                                                              {"i1", 1},   {"i8", 1},  {"i16", 2}, {"i32", 4},
-                                                              {"i64", 8},  {"ui8", 1}, {"ui32", 4}};
-  const auto it = kBytes.find(element);
-  return it == kBytes.end() ? 0 : it->second;
+  static const std::map<std::string, std::uint64_t> sizes = {{"bf16", 2}, {"f16", 2}, {"f32", 4}, {"f64", 8},
+                                                             {"i1", 1},   {"i8", 1},  {"i16", 2}, {"i32", 4},
+                                                             {"i64", 8},  {"ui8", 1}, {"ui32", 4}};
+  const auto it = sizes.find(element);
+  return it == sizes.end() ? 0 : it->second;
 }
 
 // Bytes of the tensor types in `text` (e.g. "tensor<576xbf16>" or "(tensor<4xf32>, tensor<f32>)").

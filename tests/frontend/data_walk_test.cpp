@@ -17,12 +17,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kData = fs::path(ORRERY_SHARED_DATA) / "stablehlo";
-const std::string kVerifier = "stablehlo_spec/ops_stablehlo_verifier.mlir";
+fs::path data_directory() {
+  return fs::path(ORRERY_SHARED_DATA) / "stablehlo";
+}
+constexpr std::string_view kVerifier = "stablehlo_spec/ops_stablehlo_verifier.mlir";
 
 std::vector<fs::path> data_files() {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::recursive_directory_iterator(kData)) {
+  for (const auto& entry : fs::recursive_directory_iterator(data_directory())) {
     if (entry.is_regular_file()) {
       files.push_back(entry.path());
     }
@@ -38,13 +40,13 @@ std::uint32_t line_of(std::string_view text, std::size_t offset) {
 }
 
 TEST(StableHloData, EveryFileParsesModuleByModule) {
-  if (!fs::exists(kData)) {
-    GTEST_SKIP() << "shared data directory absent: " << kData;
+  if (!fs::exists(data_directory())) {
+    GTEST_SKIP() << "shared data directory absent: " << data_directory();
   }
   std::size_t files = 0;
   std::size_t modules = 0;
   for (const fs::path& path : data_files()) {
-    const std::string relative = fs::relative(path, kData).string();
+    const std::string relative = fs::relative(path, data_directory()).string();
     if (relative == kVerifier) {
       continue;  // VerifierFileFailsOnlyWhereErrorsAreExpected
     }
@@ -101,7 +103,7 @@ std::vector<ExpectedError> expected_errors(const std::string& text) {
 }
 
 TEST(StableHloData, VerifierFileFailsOnlyWhereErrorsAreExpected) {
-  const fs::path path = kData / kVerifier;
+  const fs::path path = data_directory() / kVerifier;
   if (!fs::exists(path)) {
     GTEST_SKIP() << "shared data file absent: " << path;
   }

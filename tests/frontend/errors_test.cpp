@@ -18,11 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kErrors = fs::path(ORRERY_SOURCE_DIR) / "tests/frontend/errors";
+fs::path errors_directory() {
+  return fs::path(ORRERY_SOURCE_DIR) / "tests/frontend/errors";
+}
 
 std::vector<fs::path> error_cases() {
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kErrors)) {
+  for (const auto& entry : fs::directory_iterator(errors_directory())) {
     if (entry.path().extension() == ".mlir") {
       files.push_back(entry.path());
     }

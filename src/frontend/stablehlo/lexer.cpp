@@ -142,7 +142,8 @@ Token Lexer::lex() {
   skip_whitespace_and_comments();
   const char* start = current_;
   if (current_ >= end_) {
-    return Token{TokenKind::kEof, std::string_view(end_, 0)};
+    return Token{TokenKind::kEof,
+                 std::string_view(end_, 0)};  // NOLINT(bugprone-string-constructor): empty at the end
   }
   const char c = *current_++;
   switch (c) {

@@ -6,7 +6,6 @@
 namespace orrery::frontend::stablehlo {
 
 using workload::BlockId;
-using workload::kNoId;
 using workload::OpId;
 using workload::OpKind;
 using workload::RegionId;

@@ -248,7 +248,7 @@ TripCount count_iterations(std::int64_t init, std::int64_t bound, std::int64_t s
   const Wide distance = static_cast<Wide>(bound) - init;
   const Wide s = step;
   auto result = [](Wide n) { return TripCount{true, static_cast<std::uint64_t>(n), {}}; };
-  const TripCount never_ends =
+  TripCount never_ends =
       unknown("the induction variable never reaches the loop's bound (init " + std::to_string(init) +
               ", bound " + std::to_string(bound) + ", step " + std::to_string(step) + ")");
   switch (direction) {
