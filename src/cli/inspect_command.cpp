@@ -204,8 +204,11 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
                     "Reject ops of other dialects and loops whose trip count cannot be derived");
   command->add_flag("--lenient", options->frontend.lenient,
                     "Let unknown StableHLO ops through as memory-bound ops (with a warning)");
-  command->add_option("--trip-count", options->trip_counts,
-                      "LOOP=N: the trip count of a while loop, by the name inspect prints (repeatable)");
+  command
+      ->add_option("--trip-count", options->trip_counts,
+                   "LOOP=N: the trip count of a while loop, by the name inspect prints (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   return [options, &global]() {
     configure_logging(global.log_level, 0);
     return run_inspect(*options);
