@@ -18,3 +18,8 @@ echo "== network flow model (32K fat-tree, 16K dragonfly; full runs stop after 6
 echo
 echo "== network flow model, smaller instances run to completion"
 "$build/bench/network_bench" --quick
+echo
+echo "== StableHLO frontend (parse + lower, IR heap) on a 200 MB file built from Llama3-100M"
+big=$build/bench/llama3-100m-big.mlir
+[[ -f "$big" ]] || /usr/bin/python3 "$root/bench/gen_llama_stablehlo.py" --mb 200 --out "$big"
+"$build/bench/stablehlo_bench" "$big" --repeat 3

@@ -9,9 +9,10 @@ if(ORRERY_WERROR)
   target_compile_options(orrery_options INTERFACE -Werror)
 endif()
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  # GCC 12 reports false positives from std::variant / inlined containers at -O2.
+  # GCC 12 reports false positives from std::variant / inlined containers at -O2, and from
+  # `"literal" + std::string` at -O3 (-Wrestrict, GCC bug 105329).
   target_compile_options(orrery_options INTERFACE -Wno-maybe-uninitialized -Wno-array-bounds
-    -Wno-stringop-overflow)
+    -Wno-stringop-overflow -Wno-restrict)
   target_compile_options(orrery_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Wno-null-dereference>)
 endif()
 if(ORRERY_SANITIZE)

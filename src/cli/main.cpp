@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   auto add = [&](cli::Action action) { actions[app.get_subcommands({}).back()] = std::move(action); };
   add(cli::register_phold(app, global));
   add(cli::register_traffic(app, global));
+  add(cli::register_inspect(app, global));
 
   try {
     app.parse(argc, argv);

@@ -4,23 +4,7 @@
 set -uo pipefail
 orrery=$1
 mpirun=$2
-failures=0
-
-# expect NAME EXPECTED_EXIT MESSAGE_FRAGMENT -- COMMAND...
-expect() {
-  local name=$1 code=$2 fragment=$3
-  shift 4
-  local output status
-  output=$(timeout 60 "$@" 2>&1)
-  status=$?
-  if [[ $status -ne $code ]] || [[ "$output" != *"$fragment"* ]]; then
-    echo "FAIL $name: exit $status (expected $code), output:"
-    echo "$output" | head -20
-    failures=$((failures + 1))
-  else
-    echo "ok   $name"
-  fi
-}
+source "$(dirname "$0")/expect.sh"
 
 expect version 0 "" -- "$orrery" --version
 expect no_subcommand 106 "A subcommand is required" -- "$orrery"

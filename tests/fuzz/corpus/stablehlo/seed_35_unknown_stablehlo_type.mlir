@@ -1,0 +1,4 @@
+// error: 2:21: unknown stablehlo type: foobar
+func.func @main(%t: !stablehlo.foobar) -> () {
+  return
+}
