@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "config/schema.h"
 
@@ -53,12 +54,30 @@ struct CollectiveChoice {
   }
 };
 
+struct StragglerConfig {
+  std::uint32_t rank = 0;
+  double slowdown_percent = 10.0;
+
+  template <class V>
+  void fields(V& v) {
+    v("rank", rank, "Global rank that runs slow.");
+    v("slowdown_percent", slowdown_percent, "Its compute ops take this much longer (10: 10% longer).",
+      nonnegative());
+  }
+};
+
 struct SystemConfig {
   std::uint32_t devices_per_node = 8;
   ScaleUpConfig scale_up;
   double endpoint_delay_ns = 1000.0;
   CollectiveChoice collectives;
   std::uint32_t chunks = 4;
+  std::uint32_t chunks_in_flight = 0;
+  std::uint32_t comm_streams = 1;
+  double reduction_gbps = 0.0;
+  double interference = 0.0;
+  double jitter_cv = 0.0;
+  std::vector<StragglerConfig> stragglers;
 
   template <class V>
   void fields(V& v) {
@@ -71,6 +90,24 @@ struct SystemConfig {
     v("collectives", collectives, "Collective algorithm per kind.");
     v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",
       at_least(1));
+    v("chunks_in_flight", chunks_in_flight,
+      "Chunks of one collective in flight at once per member (ASTRA-sim's active-chunks-per-dimension); "
+      "0: all of them (pipelined, as NCCL).");
+    v("comm_streams", comm_streams,
+      "Collectives a rank runs at once; they are issued in program order (as XLA's collective stream).",
+      at_least(1));
+    v("reduction_GBps", reduction_gbps,
+      "Rate at which a device reduces received collective data (GB/s); 0: the hardware's memory bandwidth.",
+      nonnegative());
+    v("interference", interference,
+      "Compute slowdown while a collective runs on the same rank: a compute op that starts while one is "
+      "in flight takes (1 + interference) times longer (0.1: 10%).",
+      nonnegative());
+    v("jitter_cv", jitter_cv,
+      "Seeded per-op compute jitter: each compute op's time is multiplied by max(0, 1 + jitter_cv * N(0, 1)) "
+      "drawn from its rank's random stream.",
+      nonnegative());
+    v("stragglers", stragglers, "Ranks whose compute runs slower.");
   }
 };
 

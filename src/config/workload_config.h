@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,25 @@ struct ProgramConfig {
   }
 };
 
+enum class BranchRuleConfig { kLargest, kFirst, kLast };
+inline std::span<const EnumName<BranchRuleConfig>> enum_names(BranchRuleConfig) {
+  static constexpr EnumName<BranchRuleConfig> kNames[] = {{BranchRuleConfig::kLargest, "largest"},
+                                                          {BranchRuleConfig::kFirst, "first"},
+                                                          {BranchRuleConfig::kLast, "last"}};
+  return kNames;
+}
+
 struct WorkloadConfig {
   std::vector<ProgramConfig> programs;
   std::uint32_t steps = 1;
+  BranchRuleConfig branch = BranchRuleConfig::kLargest;
 
   template <class V>
   void fields(V& v) {
     v("programs", programs, "Programs (one per pipeline stage or rank group).");
     v("steps", steps, "Training steps run back to back.", at_least(1));
+    v("branch", branch,
+      "Which branch of an if/case runs: the largest (most ops, nested included), the first or the last.");
   }
 };
 

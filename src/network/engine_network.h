@@ -37,7 +37,8 @@ struct NetworkMessage {
   enum class Kind : std::uint8_t { kStart, kSettle, kDelivered };
   Kind kind = Kind::kStart;
   TransferRequest request;
-  SimTime sent;  // when the source handed the transfer to the network (before the injection delay)
+  SimTime sent;           // when the source handed the transfer to the network (before the injection delay)
+  std::uint64_t tag = 0;  // the caller's own data, carried to the destination unchanged
 };
 
 // How a simulation's payload carries a NetworkMessage. The default handles a payload that is a
@@ -102,13 +103,14 @@ class EngineNetwork {
   }
 
   // From an endpoint LP's handler: the transfer enters the network after the injection delay.
-  void send(pdes::Engine<Payload>& engine, const TransferRequest& request) {
+  // `tag` travels with it to the destination unchanged.
+  void send(pdes::Engine<Payload>& engine, const TransferRequest& request, std::uint64_t tag = 0) {
     if (request.destination >= layout_.lp_of_endpoint.size() || layout_.lp_of_endpoint[request.destination] == kNoLp) {
       throw OrreryError(ErrorCode::kModel, fmt::format("network: transfer {} from endpoint {} to endpoint {}, which "
                                                        "no LP serves",
                                                        request.id, request.source, request.destination));
     }
-    const NetworkMessage start{NetworkMessage::Kind::kStart, request, engine.now()};
+    const NetworkMessage start{NetworkMessage::Kind::kStart, request, engine.now(), tag};
     if (!replicated()) {
       const std::optional<SimTime> duration = model_->contention_free_time(request);
       NetworkMessage delivered = start;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/random/exponential_distribution.hpp>
+#include <boost/random/normal_distribution.hpp>
 #include <cmath>
 #include <cstdint>
 #include <pcg_random.hpp>
@@ -30,6 +31,10 @@ class Random {
   // lookup and one comparison in about 98% of draws, a logarithm only in the tail.
   double exponential(double mean) {
     return mean * boost::random::exponential_distribution<double>(1.0)(engine_);
+  }
+  // Normal with the given mean and standard deviation, by Boost.Random's ziggurat.
+  double normal(double mean, double deviation) {
+    return boost::random::normal_distribution<double>(mean, deviation)(engine_);
   }
 
  private:

@@ -1,0 +1,74 @@
+// The execution graph of one program: what a rank runs in one training step. Built once per
+// program and shared by every rank that runs it (DESIGN.md invariant 3).
+//
+// Lowering from the IR: the entry function is walked in program order; calls, composites and
+// manual regions (sdy.manual_computation) are inlined; while bodies are unrolled by their trip
+// counts (loop-carried values flow from one iteration's return to the next iteration's block
+// arguments); if/case run the branch the branch rule picks (the predicate gates every op of the
+// branch). Every op that takes time becomes an exec op: compute ops (fusions count as one), and
+// collectives and send/recv, which the system layer decomposes into transfers. Ops that take no
+// time (constants, tuples, tokens, sharding annotations, ops the cost table marks free or fused)
+// vanish: their results carry their operands' dependencies through. Dependencies are data
+// dependencies between exec ops, deduplicated.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "workload/program.h"
+
+namespace orrery::system {
+
+enum class ExecKind : std::uint8_t { kCompute, kCollective, kSend, kRecv };
+
+struct ExecOp {
+  workload::OpId source = 0;  // the IR op
+  ExecKind kind = ExecKind::kCompute;
+  // kCollective: the op's position in the program's collective order (the comm stream order);
+  // kSend / kRecv: the occurrence of this channel's send (recv) within the step.
+  std::uint32_t ordinal = 0;
+};
+
+enum class BranchRule : std::uint8_t { kLargest, kFirst, kLast };
+
+struct ExecGraphOptions {
+  BranchRule branch_rule = BranchRule::kLargest;
+  std::uint64_t max_ops = 50'000'000;  // refuse to unroll beyond this many exec ops
+};
+
+class ExecGraph {
+ public:
+  // `takes_time(op)`: whether a non-structural, non-communication op is a compute exec op (false:
+  // it is free or fused and only passes dependencies through). Throws OrreryError naming the loop
+  // for an unknown trip count, or the limit for a graph that would be too large.
+  static ExecGraph build(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
+                         const ExecGraphOptions& options);
+
+  [[nodiscard]] std::size_t size() const { return ops_.size(); }
+  [[nodiscard]] const ExecOp& op(std::uint32_t index) const { return ops_[index]; }
+  [[nodiscard]] std::span<const ExecOp> ops() const { return ops_; }
+  [[nodiscard]] std::span<const std::uint32_t> consumers(std::uint32_t index) const {
+    return {consumers_.data() + consumer_begin_[index], consumer_begin_[index + 1] - consumer_begin_[index]};
+  }
+  [[nodiscard]] std::uint32_t in_degree(std::uint32_t index) const { return in_degree_[index]; }
+  // Exec ops without dependencies: ready when a step starts.
+  [[nodiscard]] std::span<const std::uint32_t> sources() const { return sources_; }
+  // Collective exec ops in program order (the comm stream's order).
+  [[nodiscard]] std::span<const std::uint32_t> collectives() const { return collectives_; }
+  [[nodiscard]] std::uint64_t edges() const { return consumers_.size(); }
+  [[nodiscard]] std::size_t heap_bytes() const;
+
+ private:
+  friend class ExecGraphBuilder;
+  std::vector<ExecOp> ops_;
+  std::vector<std::uint32_t> consumer_begin_;  // CSR, size ops + 1
+  std::vector<std::uint32_t> consumers_;
+  std::vector<std::uint32_t> in_degree_;
+  std::vector<std::uint32_t> sources_;
+  std::vector<std::uint32_t> collectives_;
+};
+
+}  // namespace orrery::system

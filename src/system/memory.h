@@ -1,0 +1,17 @@
+// Peak device memory of one rank's program, from live tensor sizes: the entry function's
+// arguments (parameters, optimizer state, the batch) are live for the whole step; every exec op's
+// results are live from the op until its last consumer in program order (the schedule XLA's
+// buffer assignment follows); free ops alias their operands and allocate nothing. Temporary
+// workspace inside kernels is not counted.
+#pragma once
+
+#include <cstdint>
+
+#include "system/program_model.h"
+#include "system/simulation.h"
+
+namespace orrery::system {
+
+MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity);
+
+}  // namespace orrery::system

@@ -1,0 +1,181 @@
+#include "system/program_model.h"
+
+#include <fmt/format.h>
+#include <set>
+
+#include "util/error.h"
+#include "workload/collectives.h"
+
+namespace orrery::system {
+namespace {
+
+CollectiveKind system_kind(workload::CollectiveKind kind) {
+  switch (kind) {
+    case workload::CollectiveKind::kAllReduce:
+    case workload::CollectiveKind::kCollectiveReduce: return CollectiveKind::kAllReduce;
+    case workload::CollectiveKind::kAllGather: return CollectiveKind::kAllGather;
+    case workload::CollectiveKind::kReduceScatter: return CollectiveKind::kReduceScatter;
+    case workload::CollectiveKind::kAllToAll: return CollectiveKind::kAllToAll;
+    case workload::CollectiveKind::kCollectivePermute: return CollectiveKind::kPermute;
+    case workload::CollectiveKind::kCollectiveBroadcast: return CollectiveKind::kBroadcast;
+    case workload::CollectiveKind::kSend:
+    case workload::CollectiveKind::kRecv: return CollectiveKind::kPermute;
+  }
+  return CollectiveKind::kAllReduce;
+}
+
+}  // namespace
+
+ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std::string label,
+                           std::vector<std::uint32_t> ranks, const OpTimes& times,
+                           const ExecGraphOptions& graph_options)
+    : program_(std::move(program)), label_(std::move(label)), ranks_(std::move(ranks)) {
+  const workload::Program& p = *program_;
+  op_time_.resize(p.op_count());
+  for (workload::OpId id = 0; id < p.op_count(); ++id) {
+    op_time_[id] = times.takes_time(id) ? times.time(id) : SimTime::zero();
+  }
+  graph_ = ExecGraph::build(p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options);
+
+  const std::uint32_t devices = p.num_devices();
+  for (const ExecOp& exec : graph_.ops()) {
+    if (exec.kind == ExecKind::kCompute) {
+      continue;
+    }
+    const workload::Op& op = p.op(exec.source);
+    if (collective_index_.contains(exec.source) || peer_index_.contains(exec.source)) {
+      continue;  // an op inside an unrolled loop: described once
+    }
+    const workload::CollectiveAttributes& attributes = p.collective(op);
+    auto fail = [&](const Error& cause) {
+      Error error = cause;
+      error.message = fmt::format("{}: {}", describe_op(exec.source), cause.message);
+      if (!error.where) {
+        error.where = p.location(op.offset);
+      }
+      throw OrreryError(std::move(error));
+    };
+    std::uint64_t operand_bytes = 0;
+    for (const workload::ValueRef operand : p.operands(op)) {
+      operand_bytes += p.types().byte_size(p.value_type(operand)).value_or(0);
+    }
+    const std::uint64_t output_bytes = result_bytes(exec.source);
+    if (exec.kind == ExecKind::kSend || exec.kind == ExecKind::kRecv) {
+      PeerInfo peer;
+      peer.channel = attributes.channel_id;
+      peer.bytes = exec.kind == ExecKind::kSend ? operand_bytes : output_bytes;
+      auto pairs = workload::device_pairs(p, op);
+      if (!pairs) {
+        fail(pairs.error());
+      }
+      peer.target_of.assign(devices, PeerInfo::kNone);
+      peer.source_of.assign(devices, PeerInfo::kNone);
+      if (pairs.value().empty()) {  // no pairs: device i talks to device i of the peer program
+        for (std::uint32_t d = 0; d < devices; ++d) {
+          peer.target_of[d] = d;
+          peer.source_of[d] = d;
+        }
+      }
+      for (const auto& [source, target] : pairs.value()) {
+        if (source < devices) {
+          peer.target_of[source] = target;
+        }
+        if (target < devices) {
+          peer.source_of[target] = source;
+        }
+      }
+      peer_index_[exec.source] = static_cast<std::uint32_t>(peers_.size());
+      peers_.push_back(std::move(peer));
+      continue;
+    }
+    CollectiveInfo info;
+    info.op = exec.source;
+    info.kind = system_kind(attributes.kind);
+    switch (info.kind) {
+      case CollectiveKind::kAllGather: info.bytes = output_bytes; break;
+      default: info.bytes = operand_bytes; break;
+    }
+    if (info.kind == CollectiveKind::kPermute) {
+      auto pairs = workload::device_pairs(p, op);
+      if (!pairs) {
+        fail(pairs.error());
+      }
+      for (const auto& [source, target] : pairs.value()) {
+        info.pairs.emplace_back(source, target);
+      }
+      std::vector<std::uint32_t> everyone(devices);
+      for (std::uint32_t d = 0; d < devices; ++d) {
+        everyone[d] = d;
+      }
+      info.group_set = intern_groups({everyone});
+    } else {
+      auto groups = workload::device_groups(p, op);
+      if (!groups) {
+        fail(groups.error());
+      }
+      info.group_set = intern_groups(groups.value());
+    }
+    collective_index_[exec.source] = static_cast<std::uint32_t>(collectives_.size());
+    collectives_.push_back(std::move(info));
+  }
+}
+
+std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uint32_t>>& groups) {
+  const auto found = group_set_ids_.find(groups);
+  if (found != group_set_ids_.end()) {
+    return found->second;
+  }
+  const std::uint32_t devices = program_->num_devices();
+  GroupSet set;
+  set.groups = groups;
+  set.group_of.assign(devices, GroupSet::kNoGroup);
+  set.position_of.assign(devices, 0);
+  for (std::uint32_t g = 0; g < groups.size(); ++g) {
+    for (std::uint32_t position = 0; position < groups[g].size(); ++position) {
+      const std::uint32_t device = groups[g][position];
+      if (device >= devices) {
+        throw OrreryError(ErrorCode::kInvalidInput,
+                          fmt::format("{}: a collective group names device {} but the program has {} devices",
+                                      label_, device, devices));
+      }
+      if (set.group_of[device] != GroupSet::kNoGroup) {
+        throw OrreryError(ErrorCode::kInvalidInput,
+                          fmt::format("{}: device {} appears in two groups of one collective", label_, device));
+      }
+      set.group_of[device] = g;
+      set.position_of[device] = position;
+    }
+  }
+  const auto id = static_cast<std::uint32_t>(group_sets_.size());
+  group_sets_.push_back(std::move(set));
+  group_set_ids_.emplace(groups, id);
+  return id;
+}
+
+std::string ProgramModel::describe_op(workload::OpId id) const {
+  const workload::Op& op = program_->op(id);
+  const SourceLocation where = program_->location(op.offset);
+  return fmt::format("{}:{}:{} {}", where.file, where.line, where.column, program_->op_name(op));
+}
+
+std::uint64_t ProgramModel::result_bytes(workload::OpId id) const {
+  std::uint64_t bytes = 0;
+  for (const workload::TypeId type : program_->result_types(program_->op(id))) {
+    bytes += program_->types().byte_size(type).value_or(0);
+  }
+  return bytes;
+}
+
+std::uint64_t ProgramModel::argument_bytes() const {
+  const workload::FunctionId entry = program_->entry_function();
+  std::uint64_t bytes = 0;
+  if (entry == workload::kNoId) {
+    return 0;
+  }
+  for (const workload::TypeId type : program_->argument_types(program_->function(entry))) {
+    bytes += program_->types().byte_size(type).value_or(0);
+  }
+  return bytes;
+}
+
+}  // namespace orrery::system

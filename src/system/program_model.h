@@ -1,0 +1,94 @@
+// Everything about one program that its ranks share (DESIGN.md invariant 3): the IR, the
+// execution graph, each op's duration on the hardware, and the collectives with their device
+// groups resolved, interned and mapped to global ranks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "system/collective_plan.h"
+#include "system/exec_graph.h"
+#include "util/units.h"
+#include "workload/program.h"
+
+namespace orrery::system {
+
+// What the system layer needs from compute costing: per IR op, whether it is a compute op that
+// takes time and how long it takes on one device. (The compute module's cost table provides it.)
+class OpTimes {
+ public:
+  virtual ~OpTimes() = default;
+  [[nodiscard]] virtual bool takes_time(workload::OpId op) const = 0;
+  [[nodiscard]] virtual SimTime time(workload::OpId op) const = 0;
+};
+
+// Device groups of collective ops, interned: ops with the same groups share one GroupSet.
+struct GroupSet {
+  std::vector<std::vector<std::uint32_t>> groups;  // local device ids, in group order
+  std::vector<std::uint32_t> group_of;             // per local device: its group, or kNoGroup
+  std::vector<std::uint32_t> position_of;          // per local device: its position in the group
+  static constexpr std::uint32_t kNoGroup = 0xffffffffU;
+};
+
+struct CollectiveInfo {
+  workload::OpId op = 0;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::uint64_t bytes = 0;      // the plan's n: all-reduce input, all-gather output, ...
+  std::uint32_t group_set = 0;  // for kPermute: the group of all devices in pairs
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // kPermute: (source, target) devices
+};
+
+// A point-to-point send or recv op: its channel and, for sends, the target of each local device.
+struct PeerInfo {
+  std::int64_t channel = 0;
+  std::uint64_t bytes = 0;
+  std::vector<std::uint32_t> target_of;  // sends: per local device, the target device (or kNone)
+  std::vector<std::uint32_t> source_of;  // recvs: per local device, the source device (or kNone)
+  static constexpr std::uint32_t kNone = 0xffffffffU;
+};
+
+class ProgramModel {
+ public:
+  ProgramModel(std::shared_ptr<const workload::Program> program, std::string label, std::vector<std::uint32_t> ranks,
+               const OpTimes& times, const ExecGraphOptions& graph_options);
+
+  [[nodiscard]] const workload::Program& program() const { return *program_; }
+  [[nodiscard]] const std::string& label() const { return label_; }
+  [[nodiscard]] const ExecGraph& graph() const { return graph_; }
+  [[nodiscard]] std::uint32_t global_rank(std::uint32_t device) const { return ranks_[device]; }
+  [[nodiscard]] const std::vector<std::uint32_t>& ranks() const { return ranks_; }
+  [[nodiscard]] SimTime duration(std::uint32_t exec_op) const { return op_time_[graph_.op(exec_op).source]; }
+  [[nodiscard]] const CollectiveInfo& collective(std::uint32_t exec_op) const {
+    return collectives_[collective_index_.at(graph_.op(exec_op).source)];
+  }
+  [[nodiscard]] const GroupSet& group_set(std::uint32_t id) const { return group_sets_[id]; }
+  [[nodiscard]] const PeerInfo& peer(std::uint32_t exec_op) const { return peers_[peer_index_.at(graph_.op(exec_op).source)]; }
+  [[nodiscard]] const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
+  [[nodiscard]] const std::vector<PeerInfo>& peers() const { return peers_; }
+  // "file.mlir:12:5 stablehlo.all_reduce" for messages.
+  [[nodiscard]] std::string describe_op(workload::OpId op) const;
+  // Bytes of an op's results (for the memory estimate).
+  [[nodiscard]] std::uint64_t result_bytes(workload::OpId op) const;
+  [[nodiscard]] std::uint64_t argument_bytes() const;
+
+ private:
+  std::uint32_t intern_groups(const std::vector<std::vector<std::uint32_t>>& groups);
+
+  std::shared_ptr<const workload::Program> program_;
+  std::string label_;
+  std::vector<std::uint32_t> ranks_;
+  ExecGraph graph_;
+  std::vector<SimTime> op_time_;  // per IR op
+  std::vector<CollectiveInfo> collectives_;
+  std::unordered_map<workload::OpId, std::uint32_t> collective_index_;
+  std::vector<GroupSet> group_sets_;
+  std::map<std::vector<std::vector<std::uint32_t>>, std::uint32_t> group_set_ids_;
+  std::vector<PeerInfo> peers_;
+  std::unordered_map<workload::OpId, std::uint32_t> peer_index_;
+};
+
+}  // namespace orrery::system

@@ -1,0 +1,1195 @@
+#include "system/simulation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <variant>
+
+#include "network/engine_network.h"
+#include "network/model_factory.h"
+#include "network/partitioner.h"
+#include "network/routing/routing.h"
+#include "network/topology/placement.h"
+#include "network/topology/topology.h"
+#include "pdes/engine.h"
+#include "system/memory.h"
+#include "system/rank_set.h"
+#include "system/selection.h"
+#include "util/assert.h"
+#include "util/error.h"
+#include "util/hash.h"
+
+namespace orrery::system {
+namespace {
+
+// --- events --------------------------------------------------------------------------------------
+struct ComputeDone {
+  std::uint32_t op;
+};
+struct Settle {};
+struct ReduceDone {
+  std::uint64_t tag;
+};
+struct SwitchUpload {
+  std::uint64_t tag;
+};
+struct SwitchDown {
+  std::uint64_t tag;
+};
+using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown>;
+
+constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
+
+// --- message tags --------------------------------------------------------------------------------
+// Collective transfer: [63]=0 | ordinal 23 | plan step 20 | chunk 8 | lane 2 | training step 10.
+// Point-to-point:      [63]=1 | channel 23 | occurrence 30 | training step 10.
+struct CollectiveTag {
+  std::uint32_t ordinal;
+  std::uint32_t step;
+  std::uint32_t chunk;
+  std::uint32_t lane;
+  std::uint32_t training_step;
+};
+constexpr std::uint32_t kMaxOrdinal = 1U << 23;
+constexpr std::uint32_t kMaxPlanSteps = 1U << 20;
+constexpr std::uint32_t kMaxChunks = 256;
+constexpr std::uint32_t kStepMask = 1023;
+
+std::uint64_t encode(const CollectiveTag& t) {
+  return (static_cast<std::uint64_t>(t.ordinal) << 40) | (static_cast<std::uint64_t>(t.step) << 20) |
+         (static_cast<std::uint64_t>(t.chunk) << 12) | (static_cast<std::uint64_t>(t.lane) << 10) |
+         (t.training_step & kStepMask);
+}
+CollectiveTag decode(std::uint64_t tag) {
+  return CollectiveTag{static_cast<std::uint32_t>((tag >> 40) & (kMaxOrdinal - 1)),
+                       static_cast<std::uint32_t>((tag >> 20) & (kMaxPlanSteps - 1)),
+                       static_cast<std::uint32_t>((tag >> 12) & 0xff), static_cast<std::uint32_t>((tag >> 10) & 3),
+                       static_cast<std::uint32_t>(tag & kStepMask)};
+}
+constexpr std::uint64_t kPeerBit = 1ULL << 63;
+std::uint64_t peer_tag(std::int64_t channel, std::uint32_t occurrence, std::uint32_t training_step) {
+  return kPeerBit | ((static_cast<std::uint64_t>(channel) & ((1ULL << 23) - 1)) << 40) |
+         ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 30) - 1)) << 10) | (training_step & kStepMask);
+}
+std::uint64_t run_key(std::uint32_t ordinal, std::uint32_t training_step) {
+  return (static_cast<std::uint64_t>(ordinal) << 10) | (training_step & kStepMask);
+}
+// The (lane, chunk, step) counter key inside one run.
+std::uint64_t arrival_key(std::uint32_t lane, std::uint32_t chunk, std::uint32_t step) {
+  return (static_cast<std::uint64_t>(step) << 16) | (chunk << 2) | lane;
+}
+
+// --- per-rank state --------------------------------------------------------------------------------
+struct Pipeline {
+  std::uint32_t step = 0;
+  std::uint32_t needed = 0;  // receives the current step waits for
+  bool started = false;
+  bool waiting = false;      // entered `step` and waits for receives
+};
+
+struct Run {
+  bool issued = false;
+  std::uint32_t training_step = 0;
+  std::uint32_t exec_op = 0;
+  std::uint32_t group = 0;
+  std::uint32_t member = 0;
+  const CollectivePlan* plan = nullptr;
+  std::uint64_t bytes = 0;
+  std::uint32_t chunks = 1;
+  std::uint32_t lanes = 1;
+  std::vector<Pipeline> pipelines;  // lane * chunks + chunk
+  std::vector<std::uint32_t> next_chunk;  // per lane: the next chunk to start
+  std::uint32_t finished = 0;
+  SimTime issued_at;
+  std::unordered_map<std::uint64_t, std::uint32_t> arrivals;
+};
+
+struct StepRecord {
+  std::uint64_t end_ps = 0;
+  std::uint64_t start_ps = 0;
+  std::uint64_t compute_ps = 0;
+  std::uint64_t comm_ps = 0;
+  std::uint64_t exposed_ps = 0;
+};
+
+struct RankState {
+  std::uint32_t program = 0;
+  std::uint32_t device = 0;
+  network::EndpointId endpoint = 0;
+  double slowdown = 1.0;
+  std::uint32_t step = 0;
+  std::uint32_t remaining = 0;
+  bool finished = false;
+  std::unordered_map<std::uint32_t, std::uint32_t> waiting;  // exec op -> producers not yet done
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready_compute;
+  std::set<std::uint32_t> ready_comm;
+  std::uint32_t next_comm = 0;
+  std::vector<std::uint32_t> ready_peer;
+  bool compute_busy = false;
+  std::uint32_t running_op = 0;
+  SimTime running_since;
+  std::uint32_t active_comm = 0;
+  std::unordered_map<std::uint64_t, Run> runs;
+  std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
+  std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
+  std::unordered_map<std::uint64_t, std::uint32_t> switch_uploads;  // as the aggregator of in-switch groups
+  bool settle_pending = false;
+  // accounting
+  SimTime last;
+  StepRecord current;
+  std::vector<StepRecord> records;
+  std::uint64_t transfer_sequence = 0;
+  std::uint64_t transfers = 0;
+  std::uint64_t transfer_bytes = 0;
+};
+
+// A plan per (program, collective, group): plans are pure functions of the group, so they are
+// shared by every member and cached.
+struct PlanKey {
+  std::uint32_t program;
+  std::uint32_t collective;  // index into ProgramModel::collectives()
+  std::uint32_t group;
+  friend auto operator<=>(const PlanKey&, const PlanKey&) = default;
+};
+
+}  // namespace
+
+class SystemModel {
+ public:
+  SystemModel(const SimulationInput& input, std::vector<std::unique_ptr<ProgramModel>>& programs,
+              const network::Topology& topology, const network::Placement& placement,
+              network::EngineNetwork<Payload>& network, std::uint32_t ranks)
+      : scenario_(*input.scenario),
+        programs_(programs),
+        topology_(topology),
+        placement_(placement),
+        network_(network),
+        num_ranks_(ranks),
+        injection_(SimTime::from_nanoseconds(scenario_.system.endpoint_delay_ns)),
+        states_(ranks),
+        rank_program_(ranks),
+        rank_device_(ranks) {
+    const double reduction_gbps = scenario_.system.reduction_gbps;
+    reduction_rate_ = reduction_gbps > 0 ? reduction_gbps * 1e9 : input.memory_bandwidth.value;
+    for (std::uint32_t p = 0; p < programs_.size(); ++p) {
+      const auto& ranks_of = programs_[p]->ranks();
+      for (std::uint32_t device = 0; device < ranks_of.size(); ++device) {
+        rank_program_[ranks_of[device]] = p;
+        rank_device_[ranks_of[device]] = device;
+      }
+    }
+    chunks_ = scenario_.system.chunks;
+    in_flight_limit_ = scenario_.system.chunks_in_flight == 0 ? chunks_ : scenario_.system.chunks_in_flight;
+    for (const auto& straggler : scenario_.system.stragglers) {
+      if (straggler.rank >= num_ranks_) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("system.stragglers: rank {} does not exist (the run has {} ranks)",
+                                      straggler.rank, num_ranks_));
+      }
+    }
+    build_peer_routes();
+  }
+
+  void initialise(pdes::Engine<Payload>& engine) {
+    for (const pdes::LpId lp : engine.local_lps()) {
+      if (lp >= num_ranks_) {
+        continue;
+      }
+      RankState& rank = states_[lp];
+      rank.program = rank_program_[lp];
+      rank.device = rank_device_[lp];
+      rank.endpoint = placement_.endpoint_of(lp);
+      for (const auto& straggler : scenario_.system.stragglers) {
+        if (straggler.rank == lp) {
+          rank.slowdown *= 1.0 + straggler.slowdown_percent / 100.0;
+        }
+      }
+      engine.schedule(lp, SimTime::zero(), Settle{}, kSettlePriority);
+      rank.settle_pending = true;
+      start_step(engine, lp, rank);
+    }
+  }
+
+  void handle(pdes::Engine<Payload>& engine, const pdes::Event<Payload>& event) {
+    const pdes::LpId lp = event.destination;
+    if (lp >= num_ranks_) {
+      if (const auto* message = std::get_if<network::NetworkMessage>(&event.payload)) {
+        (void)network_.handle(engine, *message);
+      }
+      return;
+    }
+    RankState& rank = states_[lp];
+    account(rank, engine.now());
+    std::visit(
+        [&](const auto& payload) {
+          using T = std::decay_t<decltype(payload)>;
+          if constexpr (std::is_same_v<T, network::NetworkMessage>) {
+            if (auto delivered = network_.handle(engine, payload)) {
+              on_arrival(engine, lp, rank, delivered->tag);
+            }
+          } else if constexpr (std::is_same_v<T, ComputeDone>) {
+            rank.compute_busy = false;
+            record_op(rank, payload.op, engine.now() - rank.running_since);
+            complete(engine, lp, rank, payload.op);
+          } else if constexpr (std::is_same_v<T, Settle>) {
+            rank.settle_pending = false;
+            decide(engine, lp, rank);
+          } else if constexpr (std::is_same_v<T, ReduceDone>) {
+            const CollectiveTag tag = decode(payload.tag);
+            Run& run = rank.runs.at(run_key(tag.ordinal, tag.training_step));
+            advance(engine, lp, rank, run, tag.ordinal, tag.lane, tag.chunk, tag.step + 1);
+          } else if constexpr (std::is_same_v<T, SwitchUpload>) {
+            on_switch_upload(engine, lp, rank, payload.tag);
+          } else if constexpr (std::is_same_v<T, SwitchDown>) {
+            on_arrival(engine, lp, rank, payload.tag);
+          }
+        },
+        event.payload);
+  }
+
+  // --- results ---------------------------------------------------------------------------------
+  [[nodiscard]] const std::vector<RankState>& states() const { return states_; }
+  [[nodiscard]] const std::vector<std::vector<double>>& op_seconds() const { return op_seconds_; }
+  [[nodiscard]] const std::vector<std::vector<std::uint64_t>>& op_counts() const { return op_counts_; }
+  [[nodiscard]] const std::map<std::string, std::uint64_t>& algorithm_counts() const { return algorithm_counts_; }
+
+  // Why a rank has not finished (for the deadlock report).
+  [[nodiscard]] std::string blocked_reason(std::uint32_t lp) const {
+    const RankState& rank = states_[lp];
+    const ProgramModel& program = *programs_[rank.program];
+    std::string reason = fmt::format("rank {} ({} device {}), step {}: ", lp, program.label(), rank.device, rank.step + 1);
+    for (const auto& [key, run] : rank.runs) {
+      if (!run.issued) {
+        continue;
+      }
+      const ExecOp& exec = program.graph().op(run.exec_op);
+      const auto& group = program.group_set(program.collective(run.exec_op).group_set).groups[run.group];
+      std::vector<std::uint32_t> members;
+      for (const std::uint32_t device : group) {
+        members.push_back(program.global_rank(device));
+      }
+      const Pipeline& first = run.pipelines.front();
+      return reason + fmt::format("waits in {} over ranks {} (its step {} of {})", program.describe_op(exec.source),
+                                  format_rank_set(members), first.step + 1,
+                                  run.plan->steps(run.member, 0));
+    }
+    if (!rank.posted_recvs.empty()) {
+      const std::uint32_t op = rank.posted_recvs.begin()->second;
+      return reason + fmt::format("waits for the data of {} (channel {})",
+                                  program.describe_op(program.graph().op(op).source), program.peer(op).channel);
+    }
+    const auto order = program.graph().collectives();
+    if (rank.next_comm < order.size()) {
+      return reason + fmt::format("waits for the inputs of its next collective {}",
+                                  program.describe_op(program.graph().op(order[rank.next_comm]).source));
+    }
+    return reason + fmt::format("{} ops left", rank.remaining);
+  }
+
+ private:
+  // --- time accounting ---------------------------------------------------------------------------
+  static void account(RankState& rank, SimTime now) {
+    const std::uint64_t dt = (now - rank.last).ps();
+    if (dt > 0 && !rank.finished) {
+      if (rank.compute_busy) {
+        rank.current.compute_ps += dt;
+      }
+      if (rank.active_comm > 0 || !rank.posted_recvs.empty()) {
+        rank.current.comm_ps += dt;
+        if (!rank.compute_busy) {
+          rank.current.exposed_ps += dt;
+        }
+      }
+    }
+    rank.last = now;
+  }
+
+  void record_op(RankState& rank, std::uint32_t exec_op, SimTime duration) {
+    const ProgramModel& program = *programs_[rank.program];
+    const workload::OpId source = program.graph().op(exec_op).source;
+    auto& seconds = op_seconds_[rank.program];
+    if (seconds.empty()) {
+      seconds.assign(program.program().op_count(), 0.0);
+      op_counts_[rank.program].assign(program.program().op_count(), 0);
+    }
+    seconds[source] += duration.seconds();
+    ++op_counts_[rank.program][source];
+  }
+
+  void mark_dirty(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank) {
+    if (!rank.settle_pending) {
+      rank.settle_pending = true;
+      engine.send(lp, SimTime::zero(), Settle{}, kSettlePriority);
+    }
+  }
+
+  // --- steps and dependencies ----------------------------------------------------------------------
+  void start_step(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank) {
+    const ExecGraph& graph = programs_[rank.program]->graph();
+    rank.remaining = static_cast<std::uint32_t>(graph.size());
+    rank.next_comm = 0;
+    rank.current = StepRecord{};
+    rank.current.start_ps = engine.now().ps();
+    for (const std::uint32_t op : graph.sources()) {
+      make_ready(rank, op);
+    }
+    if (rank.remaining == 0) {
+      finish_step(engine, lp, rank);
+    }
+  }
+
+  void finish_step(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank) {
+    rank.current.end_ps = engine.now().ps();
+    rank.records.push_back(rank.current);
+    ++rank.step;
+    if (rank.step < scenario_.workload.steps) {
+      start_step(engine, lp, rank);
+    } else {
+      rank.finished = true;
+    }
+  }
+
+  void make_ready(RankState& rank, std::uint32_t op) {
+    switch (programs_[rank.program]->graph().op(op).kind) {
+      case ExecKind::kCompute: rank.ready_compute.push(op); break;
+      case ExecKind::kCollective: rank.ready_comm.insert(op); break;
+      case ExecKind::kSend:
+      case ExecKind::kRecv: rank.ready_peer.push_back(op); break;
+    }
+  }
+
+  void complete(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const ExecGraph& graph = programs_[rank.program]->graph();
+    for (const std::uint32_t consumer : graph.consumers(op)) {
+      const std::uint32_t degree = graph.in_degree(consumer);
+      if (degree == 1) {
+        make_ready(rank, consumer);
+        continue;
+      }
+      auto [it, inserted] = rank.waiting.try_emplace(consumer, degree);
+      if (--it->second == 0) {
+        rank.waiting.erase(it);
+        make_ready(rank, consumer);
+      }
+    }
+    mark_dirty(engine, lp, rank);
+    if (--rank.remaining == 0) {
+      finish_step(engine, lp, rank);
+    }
+  }
+
+  // The settle step: every decision of the instant, after all of its events.
+  void decide(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank) {
+    if (rank.finished) {
+      return;
+    }
+    const ProgramModel& program = *programs_[rank.program];
+    const auto order = program.graph().collectives();
+    while (rank.active_comm < scenario_.system.comm_streams && rank.next_comm < order.size() &&
+           rank.ready_comm.contains(order[rank.next_comm])) {
+      const std::uint32_t op = order[rank.next_comm++];
+      rank.ready_comm.erase(op);
+      issue_collective(engine, lp, rank, op);
+      if (rank.finished) {
+        return;
+      }
+    }
+    while (!rank.ready_peer.empty()) {
+      std::vector<std::uint32_t> batch;
+      batch.swap(rank.ready_peer);
+      std::sort(batch.begin(), batch.end());
+      for (const std::uint32_t op : batch) {
+        if (program.graph().op(op).kind == ExecKind::kSend) {
+          send_to_peer(engine, lp, rank, op);
+        } else {
+          post_recv(engine, lp, rank, op);
+        }
+        if (rank.finished) {
+          return;
+        }
+      }
+    }
+    if (!rank.compute_busy && !rank.ready_compute.empty()) {
+      const std::uint32_t op = rank.ready_compute.top();
+      rank.ready_compute.pop();
+      start_compute(engine, lp, rank, op);
+    }
+  }
+
+  void start_compute(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    double factor = rank.slowdown;
+    if (rank.active_comm > 0) {
+      factor *= 1.0 + scenario_.system.interference;
+    }
+    if (scenario_.system.jitter_cv > 0) {
+      const double draw = engine.random().normal(0.0, 1.0);
+      factor *= std::max(0.0, 1.0 + scenario_.system.jitter_cv * draw);
+    }
+    const SimTime base = programs_[rank.program]->duration(op);
+    const SimTime duration = factor == 1.0 ? base : SimTime::from_seconds(base.seconds() * factor);
+    rank.compute_busy = true;
+    rank.running_op = op;
+    rank.running_since = engine.now();
+    engine.send(lp, duration, ComputeDone{op});
+  }
+
+  // --- collectives ---------------------------------------------------------------------------------
+  const CollectivePlan& plan_for(std::uint32_t program_index, std::uint32_t exec_op, std::uint32_t group,
+                                 std::uint32_t& collective_index) {
+    const ProgramModel& program = *programs_[program_index];
+    const CollectiveInfo& info = program.collective(exec_op);
+    collective_index = static_cast<std::uint32_t>(&info - program.collectives().data());
+    const PlanKey key{program_index, collective_index, group};
+    const auto found = plans_.find(key);
+    if (found != plans_.end()) {
+      return *found->second;
+    }
+    const GroupSet& set = program.group_set(info.group_set);
+    GroupShape shape;
+    shape.members = static_cast<std::uint32_t>(set.groups[group].size());
+    for (const std::uint32_t device : set.groups[group]) {
+      shape.node_of_member.push_back(topology_.node_of(placement_.endpoint_of(program.global_rank(device))));
+    }
+    shape.pairs = info.pairs;
+    const auto& choice = scenario_.system.collectives;
+    std::optional<Algorithm> forced;
+    auto forced_of = [](config::CollectiveAlgorithm algorithm) -> std::optional<Algorithm> {
+      switch (algorithm) {
+        case config::CollectiveAlgorithm::kAuto: return std::nullopt;
+        case config::CollectiveAlgorithm::kRing: return Algorithm::kRing;
+        case config::CollectiveAlgorithm::kTree: return Algorithm::kTree;
+        case config::CollectiveAlgorithm::kHalvingDoubling: return Algorithm::kHalvingDoubling;
+        case config::CollectiveAlgorithm::kDirect: return Algorithm::kDirect;
+        case config::CollectiveAlgorithm::kHierarchical: return Algorithm::kHierarchical;
+        case config::CollectiveAlgorithm::kInSwitch: return Algorithm::kInSwitch;
+      }
+      return std::nullopt;
+    };
+    switch (info.kind) {
+      case CollectiveKind::kAllReduce: forced = forced_of(choice.all_reduce); break;
+      case CollectiveKind::kAllGather: forced = forced_of(choice.all_gather); break;
+      case CollectiveKind::kReduceScatter: forced = forced_of(choice.reduce_scatter); break;
+      case CollectiveKind::kAllToAll: forced = forced_of(choice.all_to_all); break;
+      case CollectiveKind::kBroadcast: forced = forced_of(choice.collective_broadcast); break;
+      case CollectiveKind::kPermute: break;
+    }
+    Algorithm algorithm = Algorithm::kDirect;
+    try {
+      algorithm = select_algorithm(info.kind, forced, shape, info.bytes,
+                                   SelectionContext{scenario_.system.scale_up.in_switch_reduction});
+    } catch (const OrreryError& error) {
+      throw OrreryError(error.code(), fmt::format("{}: {}", program.describe_op(info.op), error.error().message));
+    }
+    auto plan = make_plan(info.kind, algorithm, shape);
+    for (std::uint32_t lane = 0; lane < plan->lanes(); ++lane) {
+      for (std::uint32_t m = 0; m < shape.members; ++m) {
+        if (plan->steps(m, lane) >= kMaxPlanSteps) {
+          throw OrreryError(ErrorCode::kUnsupported,
+                            fmt::format("{}: {} over {} members needs more than {} steps",
+                                        program.describe_op(info.op), algorithm_name(algorithm), shape.members,
+                                        kMaxPlanSteps));
+        }
+      }
+    }
+    return *plans_.emplace(key, std::move(plan)).first->second;
+  }
+
+  Run& run_of(RankState& rank, std::uint32_t ordinal, std::uint32_t training_step) {
+    return rank.runs[run_key(ordinal, training_step)];
+  }
+
+  void issue_collective(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const ProgramModel& program = *programs_[rank.program];
+    const ExecOp& exec = program.graph().op(op);
+    const CollectiveInfo& info = program.collective(op);
+    const GroupSet& set = program.group_set(info.group_set);
+    const std::uint32_t group = set.group_of[rank.device];
+    if (group == GroupSet::kNoGroup) {
+      complete(engine, lp, rank, op);  // this device takes no part
+      return;
+    }
+    std::uint32_t collective_index = 0;
+    const CollectivePlan& plan = plan_for(rank.program, op, group, collective_index);
+    const std::uint32_t training_step = rank.step;
+    const std::uint64_t key = run_key(exec.ordinal, training_step);
+    Run& run = run_of(rank, exec.ordinal, training_step);
+    run.issued = true;
+    run.training_step = training_step;
+    run.exec_op = op;
+    run.group = group;
+    run.member = set.position_of[rank.device];
+    run.plan = &plan;
+    run.bytes = info.bytes;
+    run.chunks = chunks_;
+    run.lanes = plan.lanes();
+    run.pipelines.assign(static_cast<std::size_t>(run.lanes) * run.chunks, Pipeline{});
+    run.next_chunk.assign(run.lanes, 0);
+    run.issued_at = engine.now();
+    if (run.member == 0 && rank.step == 0) {  // one count per collective instance of the first step
+      ++algorithm_counts_[fmt::format("{}: {}", collective_kind_name(info.kind), algorithm_name(plan.algorithm()))];
+    }
+    ++rank.active_comm;
+    const std::uint32_t lanes = run.lanes;
+    const std::uint32_t first_chunks = std::min(run.chunks, in_flight_limit_);
+    for (std::uint32_t lane = 0; lane < lanes; ++lane) {
+      for (std::uint32_t started = 0; started < first_chunks; ++started) {
+        const auto it = rank.runs.find(key);
+        if (it == rank.runs.end()) {
+          return;  // the collective finished at once (e.g. no steps for this member)
+        }
+        Run& current = it->second;
+        if (current.next_chunk[lane] >= first_chunks) {
+          break;
+        }
+        const std::uint32_t chunk = current.next_chunk[lane]++;
+        current.pipelines[lane * current.chunks + chunk].started = true;
+        advance(engine, lp, rank, current, exec.ordinal, lane, chunk, 0);
+      }
+    }
+  }
+
+  // Enters `step` of pipeline (lane, chunk) and moves on while steps complete at once.
+  void advance(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
+               std::uint32_t lane, std::uint32_t chunk, std::uint32_t step) {
+    Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    const std::uint64_t chunk_bytes = segment_bytes(run.bytes, run.chunks, chunk);
+    for (;;) {
+      if (step >= run.plan->steps(run.member, lane)) {
+        pipeline.waiting = false;
+        pipeline.step = step;
+        finish_pipeline(engine, lp, rank, run, ordinal, lane);
+        return;
+      }
+      pipeline.step = step;
+      run.plan->step(run.member, lane, step, chunk_bytes, scratch_);
+      for (const PlanSend& send : scratch_.sends) {
+        transfer(engine, lp, rank, run, CollectiveTag{ordinal, send.peer_step, chunk, lane, run.training_step}, send);
+      }
+      pipeline.needed = scratch_.receives;
+      const auto arrived = run.arrivals.find(arrival_key(lane, chunk, step));
+      const std::uint32_t have = arrived == run.arrivals.end() ? 0 : arrived->second;
+      if (have < pipeline.needed) {
+        pipeline.waiting = true;
+        return;
+      }
+      if (arrived != run.arrivals.end()) {
+        run.arrivals.erase(arrived);
+      }
+      pipeline.waiting = false;
+      if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
+        const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
+        engine.send(lp, reduce, ReduceDone{encode(CollectiveTag{ordinal, step, chunk, lane, run.training_step})});
+        return;
+      }
+      ++step;
+    }
+  }
+
+  void finish_pipeline(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
+                       std::uint32_t lane) {
+    ++run.finished;
+    if (run.next_chunk[lane] < run.chunks) {  // a slot freed: start the next chunk of this lane
+      const std::uint32_t chunk = run.next_chunk[lane]++;
+      run.pipelines[lane * run.chunks + chunk].started = true;
+      advance(engine, lp, rank, run, ordinal, lane, chunk, 0);
+      return;
+    }
+    if (run.finished < run.lanes * run.chunks) {
+      return;
+    }
+    const std::uint32_t op = run.exec_op;
+    const SimTime issued = run.issued_at;
+    rank.runs.erase(run_key(ordinal, run.training_step));
+    --rank.active_comm;
+    record_op(rank, op, engine.now() - issued);
+    complete(engine, lp, rank, op);
+  }
+
+  void on_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
+    if ((tag & kPeerBit) != 0) {
+      on_peer_arrival(engine, lp, rank, tag);
+      return;
+    }
+    const CollectiveTag t = decode(tag);
+    Run& run = run_of(rank, t.ordinal, t.training_step);
+    const std::uint64_t key = arrival_key(t.lane, t.chunk, t.step);
+    const std::uint32_t count = ++run.arrivals[key];
+    if (!run.issued) {
+      return;  // early: counted for when this rank issues the collective
+    }
+    Pipeline& pipeline = run.pipelines[t.lane * run.chunks + t.chunk];
+    if (!pipeline.started || !pipeline.waiting || pipeline.step != t.step || count < pipeline.needed) {
+      return;
+    }
+    run.arrivals.erase(key);
+    pipeline.waiting = false;
+    run.plan->step(run.member, t.lane, t.step, segment_bytes(run.bytes, run.chunks, t.chunk), scratch_);
+    if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
+      const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
+      engine.send(lp, reduce, ReduceDone{tag});
+      return;
+    }
+    advance(engine, lp, rank, run, t.ordinal, t.lane, t.chunk, t.step + 1);
+  }
+
+  void transfer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const Run& run,
+                const CollectiveTag& tag, const PlanSend& send) {
+    const ProgramModel& program = *programs_[rank.program];
+    const GroupSet& set = program.group_set(program.collective(run.exec_op).group_set);
+    ++rank.transfers;
+    rank.transfer_bytes += send.bytes;
+    if (send.peer == kSwitchPeer) {
+      // In-switch reduction: the upload to the scale-up switch, modelled analytically (half the
+      // scale-up latency and the scale-up bandwidth per leg) and sent to the group's first member,
+      // which plays the switch.
+      const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
+      engine.send(aggregator, switch_leg(send.bytes), SwitchUpload{encode(tag)});
+      return;
+    }
+    const std::uint32_t peer_rank = program.global_rank(set.groups[run.group][send.peer]);
+    network::TransferRequest request;
+    request.id = (static_cast<std::uint64_t>(lp) << 40) | (rank.transfer_sequence++ & ((1ULL << 40) - 1));
+    request.source = rank.endpoint;
+    request.destination = placement_.endpoint_of(peer_rank);
+    request.bytes = Bytes{send.bytes};
+    request.flow_key = hash_combine(encode(tag), lp);
+    network_.send(engine, request, encode(tag));
+  }
+
+  [[nodiscard]] SimTime switch_leg(std::uint64_t bytes) const {
+    const double bandwidth = scenario_.system.scale_up.bandwidth_gbps * 1e9;
+    return injection_ + SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9 +
+                                              static_cast<double>(bytes) / bandwidth);
+  }
+
+  void on_switch_upload(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
+    const CollectiveTag t = decode(tag);
+    // The aggregator is a member of the group: find the collective through its own program.
+    const ProgramModel& program = *programs_[rank.program];
+    const std::uint32_t op = program.graph().collectives()[t.ordinal];
+    const CollectiveInfo& info = program.collective(op);
+    const GroupSet& set = program.group_set(info.group_set);
+    const auto& group = set.groups[set.group_of[rank.device]];
+    if (++rank.switch_uploads[tag] < group.size()) {
+      return;
+    }
+    rank.switch_uploads.erase(tag);
+    const std::uint64_t bytes = segment_bytes(info.bytes, chunks_, t.chunk);
+    for (const std::uint32_t device : group) {
+      engine.send(program.global_rank(device), switch_leg(bytes), SwitchDown{tag});
+    }
+    (void)lp;
+  }
+
+  // --- point-to-point ---------------------------------------------------------------------------
+  // Sends on channel c go to the program that receives on c (the same program, or another one:
+  // pipeline stages); device ids in source_target_pairs are local to each side's program.
+  void build_peer_routes() {
+    std::map<std::int64_t, std::set<std::uint32_t>> receivers;
+    std::map<std::int64_t, std::set<std::uint32_t>> senders;
+    for (std::uint32_t p = 0; p < programs_.size(); ++p) {
+      const ExecGraph& graph = programs_[p]->graph();
+      for (std::uint32_t i = 0; i < graph.size(); ++i) {
+        if (graph.op(i).kind == ExecKind::kRecv) {
+          receivers[programs_[p]->peer(i).channel].insert(p);
+        } else if (graph.op(i).kind == ExecKind::kSend) {
+          senders[programs_[p]->peer(i).channel].insert(p);
+        }
+      }
+    }
+    for (const auto& [channel, programs] : senders) {
+      const auto found = receivers.find(channel);
+      if (found == receivers.end()) {
+        throw OrreryError(ErrorCode::kMismatch,
+                          fmt::format("channel {}: {} sends on it but no program receives on it", channel,
+                                      programs_[*programs.begin()]->label()));
+      }
+      if (found->second.size() > 1) {
+        throw OrreryError(ErrorCode::kMismatch,
+                          fmt::format("channel {}: {} programs receive on it; point-to-point channels must "
+                                      "connect one sending and one receiving program",
+                                      channel, found->second.size()));
+      }
+      receiver_of_channel_[channel] = *found->second.begin();
+    }
+    for (const auto& [channel, programs] : receivers) {
+      if (!senders.contains(channel)) {
+        throw OrreryError(ErrorCode::kMismatch,
+                          fmt::format("channel {}: {} receives on it but no program sends on it", channel,
+                                      programs_[*programs.begin()]->label()));
+      }
+    }
+  }
+
+  void send_to_peer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const ProgramModel& program = *programs_[rank.program];
+    const PeerInfo& peer = program.peer(op);
+    const std::uint32_t target = peer.target_of[rank.device];
+    if (target != PeerInfo::kNone) {
+      const ProgramModel& receiver = *programs_[receiver_of_channel_.at(peer.channel)];
+      if (target >= receiver.ranks().size()) {
+        throw OrreryError(ErrorCode::kMismatch,
+                          fmt::format("{} on rank {} sends to device {} of {}, which has {} devices",
+                                      program.describe_op(program.graph().op(op).source), lp, target,
+                                      receiver.label(), receiver.ranks().size()));
+      }
+      const std::uint32_t peer_rank = receiver.global_rank(target);
+      network::TransferRequest request;
+      request.id = (static_cast<std::uint64_t>(lp) << 40) | (rank.transfer_sequence++ & ((1ULL << 40) - 1));
+      request.source = rank.endpoint;
+      request.destination = placement_.endpoint_of(peer_rank);
+      request.bytes = Bytes{peer.bytes};
+      const std::uint64_t tag = peer_tag(peer.channel, program.graph().op(op).ordinal, rank.step);
+      request.flow_key = hash_combine(tag, lp);
+      ++rank.transfers;
+      rank.transfer_bytes += peer.bytes;
+      network_.send(engine, request, tag);
+    }
+    complete(engine, lp, rank, op);
+  }
+
+  void post_recv(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const ProgramModel& program = *programs_[rank.program];
+    const PeerInfo& peer = program.peer(op);
+    if (peer.source_of[rank.device] == PeerInfo::kNone) {
+      complete(engine, lp, rank, op);
+      return;
+    }
+    const std::uint64_t tag = peer_tag(peer.channel, program.graph().op(op).ordinal, rank.step);
+    const auto arrived = rank.peer_arrived.find(tag);
+    if (arrived != rank.peer_arrived.end()) {
+      if (--arrived->second == 0) {
+        rank.peer_arrived.erase(arrived);
+      }
+      complete(engine, lp, rank, op);
+      return;
+    }
+    rank.posted_recvs[tag] = op;
+  }
+
+  void on_peer_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
+    const auto posted = rank.posted_recvs.find(tag);
+    if (posted == rank.posted_recvs.end()) {
+      ++rank.peer_arrived[tag];
+      return;
+    }
+    const std::uint32_t op = posted->second;
+    rank.posted_recvs.erase(posted);
+    complete(engine, lp, rank, op);
+  }
+
+  const config::Scenario& scenario_;
+  std::vector<std::unique_ptr<ProgramModel>>& programs_;
+  const network::Topology& topology_;
+  const network::Placement& placement_;
+  network::EngineNetwork<Payload>& network_;
+  std::uint32_t num_ranks_;
+  SimTime injection_;
+  double reduction_rate_ = 0.0;  // bytes per second
+  std::uint32_t chunks_ = 1;
+  std::uint32_t in_flight_limit_ = 1;
+  std::vector<RankState> states_;
+  std::vector<std::uint32_t> rank_program_;
+  std::vector<std::uint32_t> rank_device_;
+  std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
+  std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
+  std::vector<std::vector<double>> op_seconds_ = std::vector<std::vector<double>>(programs_.size());
+  std::vector<std::vector<std::uint64_t>> op_counts_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
+  std::map<std::string, std::uint64_t> algorithm_counts_;
+  PlanStep scratch_;
+};
+
+}  // namespace orrery::system
+
+namespace orrery::system {
+namespace {
+
+// --- gathering results across processes ----------------------------------------------------------
+void append_string(pdes::ByteBuffer& buffer, const std::string& text) {
+  pdes::append_record(buffer, static_cast<std::uint64_t>(text.size()));
+  const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+  buffer.insert(buffer.end(), bytes, bytes + text.size());
+}
+
+class Reader {
+ public:
+  explicit Reader(const pdes::ByteBuffer& buffer) : buffer_(buffer) {}
+  template <class T>
+  T read() {
+    T value;
+    std::memcpy(&value, buffer_.data() + offset_, sizeof(T));
+    offset_ += sizeof(T);
+    return value;
+  }
+  std::string read_string() {
+    const auto size = read<std::uint64_t>();
+    std::string text(reinterpret_cast<const char*>(buffer_.data() + offset_), size);
+    offset_ += size;
+    return text;
+  }
+  [[nodiscard]] bool done() const { return offset_ >= buffer_.size(); }
+
+ private:
+  const pdes::ByteBuffer& buffer_;
+  std::size_t offset_ = 0;
+};
+
+Spread spread_of(const std::vector<double>& values) {
+  Spread spread;
+  if (values.empty()) {
+    return spread;
+  }
+  spread.min = *std::min_element(values.begin(), values.end());
+  spread.max = *std::max_element(values.begin(), values.end());
+  double sum = 0;
+  for (const double v : values) {
+    sum += v;
+  }
+  spread.mean = sum / static_cast<double>(values.size());
+  return spread;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", bytes, units[unit]);
+}
+
+// Every rank of the run exactly once across the programs.
+std::uint32_t count_ranks(const SimulationInput& input) {
+  std::uint32_t ranks = 0;
+  for (const ProgramInput& program : input.programs) {
+    for (const std::uint32_t rank : program.ranks) {
+      ranks = std::max(ranks, rank + 1);
+    }
+  }
+  std::vector<int> owner(ranks, -1);
+  for (std::size_t p = 0; p < input.programs.size(); ++p) {
+    for (const std::uint32_t rank : input.programs[p].ranks) {
+      if (owner[rank] >= 0) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("workload.programs: rank {} runs both {} and {}", rank,
+                                      input.programs[static_cast<std::size_t>(owner[rank])].label,
+                                      input.programs[p].label));
+      }
+      owner[rank] = static_cast<int>(p);
+    }
+  }
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    if (owner[rank] < 0) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("workload.programs: no program runs rank {} (ranks must be 0..{} without gaps)",
+                                    rank, ranks - 1));
+    }
+  }
+  return ranks;
+}
+
+}  // namespace
+
+RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input) {
+  ORRERY_ASSERT(input.scenario != nullptr, "simulate() needs a scenario");
+  const config::Scenario& scenario = *input.scenario;
+  const pdes::ProcessId processes = communicator.size();
+
+  std::uint32_t ranks = 0;
+  std::vector<std::unique_ptr<ProgramModel>> programs;
+  std::unique_ptr<network::Topology> topology;
+  std::unique_ptr<network::Routing> routing;
+  std::unique_ptr<network::Placement> placement;
+  std::unique_ptr<network::NetworkModel> model;
+  RunSummary summary;
+  pdes::run_collectively(communicator, [&] {
+    ranks = count_ranks(input);
+    if (scenario.system.chunks > kMaxChunks) {
+      throw OrreryError(ErrorCode::kConfig, fmt::format("system.chunks: at most {} (got {})", kMaxChunks,
+                                                        scenario.system.chunks));
+    }
+    ExecGraphOptions graph_options;
+    graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
+    for (const ProgramInput& program : input.programs) {
+      if (program.ranks.size() != program.program->num_devices()) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("{} runs on {} devices (num_replicas {} x num_partitions {}) but is given {} "
+                                      "ranks ({})",
+                                      program.label, program.program->num_devices(), program.program->num_replicas(),
+                                      program.program->num_partitions(), program.ranks.size(),
+                                      format_rank_set(program.ranks)));
+      }
+      programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
+                                                        graph_options));
+      if (programs.back()->collectives().size() >= kMaxOrdinal) {
+        throw OrreryError(ErrorCode::kUnsupported,
+                          fmt::format("{} runs more than {} collectives per step", program.label, kMaxOrdinal));
+      }
+    }
+    topology = std::make_unique<network::Topology>(network::Topology::build(scenario.system, scenario.network));
+    if (topology->num_endpoints() < ranks) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("the system has {} devices ({} nodes x {} devices) but the workload needs {} ranks",
+                                    topology->num_endpoints(), topology->num_nodes(), topology->devices_per_node(),
+                                    ranks));
+    }
+    routing = std::make_unique<network::Routing>(*topology, scenario.network.routing);
+    placement = std::make_unique<network::Placement>(
+        network::Placement::make(scenario.network.placement, *topology, ranks, scenario.simulation.seed));
+    model = network::make_model(scenario.network.model, *routing);
+  });
+  summary.ranks = ranks;
+  summary.steps = scenario.workload.steps;
+  summary.network_model = std::string(model->name());
+  summary.topology = topology->describe();
+  for (const auto& program : programs) {
+    summary.memory.push_back(estimate_memory(*program, input.memory_capacity));
+    const MemoryEstimate& memory = summary.memory.back();
+    if (!memory.fits) {
+      summary.warnings.push_back(fmt::format("{} needs about {} per device but {} has {}: it does not fit",
+                                             memory.program, human_bytes(static_cast<double>(memory.peak)),
+                                             input.hardware, human_bytes(static_cast<double>(memory.capacity))));
+    }
+  }
+
+  // LPs: rank r is LP r; the network adds one replica LP per process after the ranks.
+  network::EngineNetworkLayout layout;
+  layout.lp_of_endpoint.assign(topology->num_endpoints(), network::kNoLp);
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    layout.lp_of_endpoint[placement->endpoint_of(rank)] = rank;
+  }
+  layout.replica_base = ranks;
+  layout.injection_delay = SimTime::from_nanoseconds(scenario.system.endpoint_delay_ns);
+  network::EngineNetwork<Payload> network(std::move(model), layout);
+
+  const pdes::LpId lps = ranks + processes;
+  std::vector<pdes::ProcessId> owners;
+  std::string partitioner = scenario.simulation.partition;
+  if (partitioner == "auto") {
+    partitioner = "topology";
+    const pdes::PartitionMap map = network::TopologyPartitioner(*topology, placement.get()).assign(lps, processes);
+    for (pdes::LpId lp = 0; lp < lps; ++lp) {
+      owners.push_back(map.owner(lp));
+    }
+  } else {
+    const pdes::PartitionMap map = pdes::make_basic_partitioner(partitioner)->assign(ranks, processes);
+    for (pdes::LpId lp = 0; lp < ranks; ++lp) {
+      owners.push_back(map.owner(lp));
+    }
+    for (pdes::ProcessId p = 0; p < processes; ++p) {
+      owners.push_back(p);  // replica of process p
+    }
+  }
+  const pdes::PartitionMap partition(std::move(owners), processes);
+  pdes::ChannelTable channels;
+  network.declare_channels(channels, partition);
+  channels.add(pdes::LpRange{0, ranks}, pdes::LpRange{0, ranks}, layout.injection_delay,
+               "ranks: in-switch reduction legs");
+  summary.partition = network::report_network_partition(*topology, partitioner, partition, channels).describe();
+
+  pdes::EngineOptions options;
+  options.seed = scenario.simulation.seed;
+  if (scenario.simulation.end_time_s) {
+    options.end_time = SimTime::from_seconds(*scenario.simulation.end_time_s);
+  }
+  pdes::Engine<Payload> engine(communicator, partition, channels, options);
+  SystemModel system(input, programs, *topology, *placement, network, ranks);
+  system.initialise(engine);
+  summary.engine = engine.run(system);
+
+  // --- gather per-rank results from every process ------------------------------------------------
+  pdes::ByteBuffer mine;
+  std::vector<std::string> blocked;
+  for (const pdes::LpId lp : engine.local_lps()) {
+    if (lp >= ranks) {
+      continue;
+    }
+    const RankState& rank = system.states()[lp];
+    pdes::append_record(mine, static_cast<std::uint32_t>(lp));
+    pdes::append_record(mine, static_cast<std::uint32_t>(rank.records.size()));
+    for (const StepRecord& record : rank.records) {
+      pdes::append_record(mine, record);
+    }
+    pdes::append_record(mine, rank.transfers);
+    pdes::append_record(mine, rank.transfer_bytes);
+    append_string(mine, rank.finished ? std::string() : system.blocked_reason(lp));
+  }
+  pdes::append_record(mine, ~std::uint32_t{0});  // end of ranks
+  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+    const auto& seconds = system.op_seconds()[p];
+    pdes::append_record(mine, static_cast<std::uint64_t>(seconds.size()));
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
+      pdes::append_record(mine, seconds[i]);
+      pdes::append_record(mine, system.op_counts()[p][i]);
+    }
+  }
+  pdes::append_record(mine, static_cast<std::uint64_t>(system.algorithm_counts().size()));
+  for (const auto& [name, count] : system.algorithm_counts()) {
+    append_string(mine, name);
+    pdes::append_record(mine, count);
+  }
+  const std::vector<pdes::ByteBuffer> all = communicator.allgather(mine);
+
+  std::vector<std::vector<StepRecord>> records(ranks);
+  std::vector<std::vector<double>> op_seconds(programs.size());
+  std::vector<std::vector<std::uint64_t>> op_counts(programs.size());
+  std::map<std::string, std::uint64_t> algorithms;
+  for (const pdes::ByteBuffer& buffer : all) {
+    Reader reader(buffer);
+    for (;;) {
+      const auto lp = reader.read<std::uint32_t>();
+      if (lp == ~std::uint32_t{0}) {
+        break;
+      }
+      const auto count = reader.read<std::uint32_t>();
+      for (std::uint32_t i = 0; i < count; ++i) {
+        records[lp].push_back(reader.read<StepRecord>());
+      }
+      summary.transfers += reader.read<std::uint64_t>();
+      summary.transfer_bytes += reader.read<std::uint64_t>();
+      std::string reason = reader.read_string();
+      if (!reason.empty()) {
+        blocked.push_back(std::move(reason));
+      }
+    }
+    for (std::uint32_t p = 0; p < programs.size(); ++p) {
+      const auto size = reader.read<std::uint64_t>();
+      if (size > 0 && op_seconds[p].empty()) {
+        op_seconds[p].assign(size, 0.0);
+        op_counts[p].assign(size, 0);
+      }
+      for (std::uint64_t i = 0; i < size; ++i) {
+        op_seconds[p][i] += reader.read<double>();
+        op_counts[p][i] += reader.read<std::uint64_t>();
+      }
+    }
+    const auto algorithm_entries = reader.read<std::uint64_t>();
+    for (std::uint64_t i = 0; i < algorithm_entries; ++i) {
+      std::string name = reader.read_string();
+      algorithms[name] += reader.read<std::uint64_t>();
+    }
+  }
+
+  // A rank that never finished, with events exhausted and no end time: a deadlock.
+  if (!scenario.simulation.end_time_s) {
+    pdes::run_collectively(communicator, [&] {
+      if (blocked.empty() || communicator.rank() != 0) {
+        return;
+      }
+      std::sort(blocked.begin(), blocked.end());
+      Error error{ErrorCode::kDeadlock,
+                  fmt::format("deadlock: no events are left but {} of {} ranks have not finished; the first blocked "
+                              "rank: {}",
+                              blocked.size(), ranks, blocked.front()),
+                  std::nullopt,
+                  {}};
+      for (std::size_t i = 1; i < blocked.size() && i < 8; ++i) {
+        error.notes.push_back(blocked[i]);
+      }
+      if (blocked.size() > 8) {
+        error.notes.push_back(fmt::format("... and {} more blocked ranks", blocked.size() - 8));
+      }
+      throw OrreryError(std::move(error));
+    });
+  } else if (!blocked.empty()) {
+    summary.warnings.push_back(fmt::format("the run stopped at simulation.end_time_s = {} s before {} ranks finished",
+                                           *scenario.simulation.end_time_s, blocked.size()));
+  }
+
+  // --- step times and per-rank breakdown -----------------------------------------------------------
+  std::uint32_t completed = scenario.workload.steps;
+  for (const auto& rank_records : records) {
+    completed = std::min<std::uint32_t>(completed, static_cast<std::uint32_t>(rank_records.size()));
+  }
+  for (std::uint32_t k = 0; k < completed; ++k) {
+    std::uint64_t end = 0;
+    for (const auto& rank_records : records) {
+      end = std::max(end, rank_records[k].end_ps);
+    }
+    summary.step_end_s.push_back(SimTime::from_ps(end).seconds());
+  }
+  if (completed > 0) {
+    summary.first_step_s = summary.step_end_s.front();
+    summary.steady_step_s = completed > 1 ? (summary.step_end_s.back() - summary.step_end_s.front()) / (completed - 1)
+                                          : summary.first_step_s;
+    summary.step_time_s = summary.steady_step_s;
+    const std::uint32_t first_measured = completed > 1 ? 1 : 0;
+    const double measured = completed - first_measured;
+    std::vector<double> compute, comm, exposed, idle;
+    for (const auto& rank_records : records) {
+      double c = 0, m = 0, e = 0, i = 0;
+      for (std::uint32_t k = first_measured; k < completed; ++k) {
+        const double step = summary.step_end_s[k] - (k == 0 ? 0.0 : summary.step_end_s[k - 1]);
+        const double busy = SimTime::from_ps(rank_records[k].compute_ps).seconds();
+        const double hidden = SimTime::from_ps(rank_records[k].exposed_ps).seconds();
+        c += busy;
+        m += SimTime::from_ps(rank_records[k].comm_ps).seconds();
+        e += hidden;
+        i += std::max(0.0, step - busy - hidden);
+      }
+      compute.push_back(c / measured);
+      comm.push_back(m / measured);
+      exposed.push_back(e / measured);
+      idle.push_back(i / measured);
+    }
+    summary.compute_s = spread_of(compute);
+    summary.comm_s = spread_of(comm);
+    summary.exposed_comm_s = spread_of(exposed);
+    summary.idle_s = spread_of(idle);
+  }
+
+  // --- top ops and collectives ---------------------------------------------------------------------
+  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+    const ProgramModel& program = *programs[p];
+    const double per = static_cast<double>(program.ranks().size()) * std::max<std::uint32_t>(completed, 1);
+    std::set<workload::OpId> collectives;
+    for (const CollectiveInfo& info : program.collectives()) {
+      collectives.insert(info.op);
+    }
+    for (std::size_t id = 0; id < op_seconds[p].size(); ++id) {
+      if (op_counts[p][id] == 0) {
+        continue;
+      }
+      const auto op_id = static_cast<workload::OpId>(id);
+      OpTotal total;
+      total.name = program.describe_op(op_id);
+      total.executions = static_cast<double>(op_counts[p][id]) / per;
+      total.seconds = op_seconds[p][id] / per;
+      if (collectives.contains(op_id)) {
+        const CollectiveInfo* info = nullptr;
+        for (const CollectiveInfo& candidate : program.collectives()) {
+          if (candidate.op == op_id) {
+            info = &candidate;
+          }
+        }
+        const auto& groups = program.group_set(info->group_set).groups;
+        total.what = fmt::format("{} of {} over {} ranks", collective_kind_name(info->kind),
+                                 human_bytes(static_cast<double>(info->bytes)), groups.empty() ? 0 : groups.front().size());
+        summary.top_collectives.push_back(std::move(total));
+      } else {
+        total.what = std::string(program.program().op_name(program.program().op(op_id)));
+        summary.top_ops.push_back(std::move(total));
+      }
+    }
+  }
+  auto by_time = [](const OpTotal& a, const OpTotal& b) { return a.seconds > b.seconds || (a.seconds == b.seconds && a.name < b.name); };
+  std::sort(summary.top_ops.begin(), summary.top_ops.end(), by_time);
+  std::sort(summary.top_collectives.begin(), summary.top_collectives.end(), by_time);
+  if (summary.top_ops.size() > 10) {
+    summary.top_ops.resize(10);
+  }
+  if (summary.top_collectives.size() > 10) {
+    summary.top_collectives.resize(10);
+  }
+  for (const auto& [name, count] : algorithms) {
+    summary.algorithms.push_back(fmt::format("{} ({})", name, count));
+  }
+  return summary;
+}
+
+}  // namespace orrery::system
