@@ -13,15 +13,25 @@ namespace orrery::config {
 
 struct ProgramConfig {
   FilePath file;
+  std::uint32_t module = 0;
   std::string ranks = "all";
+  std::uint32_t replicas = 0;
   std::map<std::string, std::uint64_t> loop_trip_counts;
+  std::string missing_hint;
 
   template <class V>
   void fields(V& v) {
-    v("file", file, "StableHLO text (.mlir) or a Chakra trace prefix.");
-    v("ranks", ranks, "Global ranks that run this program: 'all', or ranges like '0-3,8-11'.");
+    v("file", file, "StableHLO text (.mlir).");
+    v("module", module, "Which module of a multi-module file (`// -----` separated), from 0.");
+    v("ranks", ranks,
+      "Global ranks that run this program, one per device id of the program in order: 'all' (the "
+      "program's devices, when it is the only program), or ids and ranges like '0-3,8-11'.");
+    v("replicas", replicas,
+      "Run a data-parallel program on this many replicas instead of its own mhlo.num_replicas (weak "
+      "scaling: the per-device batch stays); every collective must span all replicas. 0: as written.");
     v("loop_trip_counts", loop_trip_counts,
       "Trip counts for while loops whose count cannot be derived, by loop name as `inspect` prints it.");
+    v("missing_hint", missing_hint, "Explanation printed when the file cannot be read (e.g. where to get it).");
   }
   void validate(Problems& problems) const {
     if (file.empty()) {

@@ -28,16 +28,23 @@ CollectiveKind system_kind(workload::CollectiveKind kind) {
 
 ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std::string label,
                            std::vector<std::uint32_t> ranks, const OpTimes& times,
-                           const ExecGraphOptions& graph_options)
+                           const ExecGraphOptions& graph_options, std::uint32_t replicas)
     : program_(std::move(program)), label_(std::move(label)), ranks_(std::move(ranks)) {
   const workload::Program& p = *program_;
+  if (replicas > 0 && p.num_partitions() != 1) {
+    throw OrreryError(ErrorCode::kConfig,
+                      fmt::format("{}: replicas can rescale only data-parallel programs (num_partitions 1), "
+                                  "this one has num_partitions {}",
+                                  label_, p.num_partitions()));
+  }
+  devices_ = replicas > 0 ? replicas : p.num_devices();
   op_time_.resize(p.op_count());
   for (workload::OpId id = 0; id < p.op_count(); ++id) {
     op_time_[id] = times.takes_time(id) ? times.time(id) : SimTime::zero();
   }
   graph_ = ExecGraph::build(p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options);
 
-  const std::uint32_t devices = p.num_devices();
+  const std::uint32_t devices = devices_;
   for (const ExecOp& exec : graph_.ops()) {
     if (exec.kind == ExecKind::kCompute) {
       continue;
@@ -55,6 +62,15 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
       }
       throw OrreryError(std::move(error));
     };
+    if (replicas > 0 && (exec.kind != ExecKind::kCollective ||
+                         attributes.kind == workload::CollectiveKind::kCollectivePermute)) {
+      throw OrreryError(Error{ErrorCode::kConfig,
+                              fmt::format("{}: {} cannot be rescaled to {} replicas (only collectives over all "
+                                          "replicas can)",
+                                          label_, describe_op(exec.source), replicas),
+                              p.location(op.offset),
+                              {}});
+    }
     std::uint64_t operand_bytes = 0;
     for (const workload::ValueRef operand : p.operands(op)) {
       operand_bytes += p.types().byte_size(p.value_type(operand)).value_or(0);
@@ -113,7 +129,24 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
       if (!groups) {
         fail(groups.error());
       }
-      info.group_set = intern_groups(groups.value());
+      if (replicas > 0) {
+        // Rescaling: the op must span every replica as written; it then spans every rescaled one.
+        if (groups.value().size() != 1 || groups.value().front().size() != p.num_devices()) {
+          throw OrreryError(Error{ErrorCode::kConfig,
+                                  fmt::format("{}: {} does not span all {} replicas, so the program cannot be "
+                                              "rescaled to {} replicas",
+                                              label_, describe_op(exec.source), p.num_devices(), replicas),
+                                  p.location(op.offset),
+                                  {}});
+        }
+        std::vector<std::uint32_t> everyone(devices);
+        for (std::uint32_t d = 0; d < devices; ++d) {
+          everyone[d] = d;
+        }
+        info.group_set = intern_groups({everyone});
+      } else {
+        info.group_set = intern_groups(groups.value());
+      }
     }
     collective_index_[exec.source] = static_cast<std::uint32_t>(collectives_.size());
     collectives_.push_back(std::move(info));
@@ -125,7 +158,7 @@ std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uin
   if (found != group_set_ids_.end()) {
     return found->second;
   }
-  const std::uint32_t devices = program_->num_devices();
+  const std::uint32_t devices = devices_;
   GroupSet set;
   set.groups = groups;
   set.group_of.assign(devices, GroupSet::kNoGroup);

@@ -53,8 +53,13 @@ struct PeerInfo {
 
 class ProgramModel {
  public:
+  // `replicas`: 0 to run the program as written; otherwise the number of replicas of a
+  // data-parallel program whose every collective spans all replicas (num_partitions 1), rescaled.
   ProgramModel(std::shared_ptr<const workload::Program> program, std::string label, std::vector<std::uint32_t> ranks,
-               const OpTimes& times, const ExecGraphOptions& graph_options);
+               const OpTimes& times, const ExecGraphOptions& graph_options, std::uint32_t replicas = 0);
+
+  // Devices the program runs on: num_replicas x num_partitions, or the rescaled replica count.
+  [[nodiscard]] std::uint32_t devices() const { return devices_; }
 
   [[nodiscard]] const workload::Program& program() const { return *program_; }
   [[nodiscard]] const std::string& label() const { return label_; }
@@ -80,6 +85,7 @@ class ProgramModel {
 
   std::shared_ptr<const workload::Program> program_;
   std::string label_;
+  std::uint32_t devices_ = 0;
   std::vector<std::uint32_t> ranks_;
   ExecGraph graph_;
   std::vector<SimTime> op_time_;  // per IR op

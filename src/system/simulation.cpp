@@ -916,16 +916,20 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     ExecGraphOptions graph_options;
     graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
     for (const ProgramInput& program : input.programs) {
-      if (program.ranks.size() != program.program->num_devices()) {
+      const std::uint32_t devices = program.replicas > 0 ? program.replicas : program.program->num_devices();
+      if (program.ranks.size() != devices) {
         throw OrreryError(ErrorCode::kConfig,
-                          fmt::format("{} runs on {} devices (num_replicas {} x num_partitions {}) but is given {} "
-                                      "ranks ({})",
-                                      program.label, program.program->num_devices(), program.program->num_replicas(),
-                                      program.program->num_partitions(), program.ranks.size(),
-                                      format_rank_set(program.ranks)));
+                          program.replicas > 0
+                              ? fmt::format("{} is rescaled to {} replicas but is given {} ranks ({})", program.label,
+                                            devices, program.ranks.size(), format_rank_set(program.ranks))
+                              : fmt::format("{} runs on {} devices (num_replicas {} x num_partitions {}) but is given "
+                                            "{} ranks ({})",
+                                            program.label, devices, program.program->num_replicas(),
+                                            program.program->num_partitions(), program.ranks.size(),
+                                            format_rank_set(program.ranks)));
       }
       programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
-                                                        graph_options));
+                                                        graph_options, program.replicas));
       if (programs.back()->collectives().size() >= kMaxOrdinal) {
         throw OrreryError(ErrorCode::kUnsupported,
                           fmt::format("{} runs more than {} collectives per step", program.label, kMaxOrdinal));

@@ -30,6 +30,7 @@ struct ProgramInput {
   std::string label;                  // for messages and reports (the file, and the module if several)
   std::vector<std::uint32_t> ranks;   // the global rank of each local device id
   std::shared_ptr<const OpTimes> times;
+  std::uint32_t replicas = 0;         // rescale a data-parallel program (ProgramModel); 0: as written
 };
 
 struct SimulationInput {

@@ -82,14 +82,16 @@ struct Outcome {
 };
 
 Outcome run(const std::string& module, const std::string& scenario_yaml, std::uint32_t processes = 1,
-            const std::vector<std::string>& overrides = {}, std::vector<std::uint32_t> ranks = {0, 1, 2, 3}) {
+            const std::vector<std::string>& overrides = {}, std::vector<std::uint32_t> ranks = {0, 1, 2, 3},
+            std::uint32_t replicas = 0) {
   const auto program = parse(module);
   const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", overrides);
   SimulationInput input;
   input.scenario = &scenario;
   input.hardware = "test";
   input.programs.push_back(
-      ProgramInput{program, "test.mlir", std::move(ranks), std::make_shared<FixedOpTimes>(*program, SimTime::from_ns(10'000))});
+      ProgramInput{program, "test.mlir", std::move(ranks), std::make_shared<FixedOpTimes>(*program, SimTime::from_ns(10'000)),
+                   replicas});
   pdes::InProcessGroup group(processes);
   std::vector<Outcome> outcomes(processes);
   group.run([&](pdes::Communicator& communicator) {
@@ -209,8 +211,28 @@ TEST(Simulation, TooFewDevicesInTheSystem) {
   EXPECT_NE(outcome.error.find("needs 4 ranks"), std::string::npos) << outcome.error;
 }
 
+std::string unmatched_recv_module();
+
+TEST(Simulation, ADataParallelProgramRescalesToMoreReplicas) {
+  // The 4-replica program on 8 replicas (two nodes of 4, no fabric bottleneck: one node of 8 here):
+  // ring all-reduce with p = 8: 2(p-1) hops of 0.5 µs + 1 µs + (n/8)/B.
+  const double ring8 = 14 * (0.5e-6 + 1e-6 + 131072.0 / 1e11);
+  const Outcome outcome = run(kAllReduce, scenario_text("analytical"), 2, {"system.devices_per_node=8"},
+                              {0, 1, 2, 3, 4, 5, 6, 7}, 8);
+  ASSERT_EQ(outcome.error, "");
+  EXPECT_EQ(outcome.summary.ranks, 8U);
+  EXPECT_NEAR(outcome.summary.step_time_s, 20e-6 + ring8, 1e-12);
+}
+
+TEST(Simulation, OnlyDataParallelProgramsRescale) {
+  const Outcome outcome = run(unmatched_recv_module(), scenario_text("analytical"), 1, {"system.devices_per_node=8"},
+                              {0, 1, 2, 3, 4, 5, 6, 7}, 8);
+  EXPECT_NE(outcome.error.find("replicas can rescale only data-parallel programs (num_partitions 1)"), std::string::npos)
+      << outcome.error;
+}
+
 // A recv that no send satisfies: the run must end with the blocked ranks named, not hang.
-const char* kUnmatchedRecv = R"(
+const char* kUnmatchedRecvText = R"(
 module @test attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
   func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {
     %t = stablehlo.create_token : !stablehlo.token
@@ -223,9 +245,11 @@ module @test attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : 
 }
 )";
 
+std::string unmatched_recv_module() { return kUnmatchedRecvText; }
+
 TEST(Simulation, ADeadlockNamesTheBlockedRanks) {
   for (const std::uint32_t processes : {1U, 2U}) {
-    const Outcome outcome = run(kUnmatchedRecv, scenario_text("analytical"), processes);
+    const Outcome outcome = run(kUnmatchedRecvText, scenario_text("analytical"), processes);
     EXPECT_NE(outcome.error.find("deadlock: no events are left but 4 of 4 ranks have not finished"), std::string::npos)
         << outcome.error;
     EXPECT_NE(outcome.error.find("waits for the data of test.mlir:7:"), std::string::npos) << outcome.error;
