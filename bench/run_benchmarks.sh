@@ -23,3 +23,11 @@ echo "== StableHLO frontend (parse + lower, IR heap) on a 200 MB file built from
 big=$build/bench/llama3-100m-big.mlir
 [[ -f "$big" ]] || /usr/bin/python3 "$root/bench/gen_llama_stablehlo.py" --mb 200 --out "$big"
 "$build/bench/stablehlo_bench" "$big" --repeat 3
+echo
+echo "== Compute estimators (cost every op: counting + estimates, with and without the cache)"
+shared=${ORRERY_SHARED_DATA:-$root/../shared/data}/stablehlo
+programs=()
+for f in "$shared/hespas_workloads/llama3-100m.post-spmd-4dev.mlir" "$shared/hespas/resnet50_train_step_4dev_b1024.mlir"; do
+  [[ -f "$f" ]] && programs+=("$f")
+done
+"$build/bench/compute_bench" "${programs[@]}" "$big" --repeat 5

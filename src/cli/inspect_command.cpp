@@ -1,7 +1,8 @@
 // `orrery inspect FILE.mlir`: reads a StableHLO program and reports its shape: partitions and
 // replicas, form, op histogram, collectives, loops and the largest ops; `--json` prints the same as
-// one JSON object, `--dump` prints the lowered IR. A file of several modules (`// -----` splits, or
-// several `module` ops) is reported module by module.
+// one JSON object, `--dump` prints the lowered IR, `--cost --hardware NAME` the FLOPs, bytes and
+// estimated compute time of one device's program (inspect_cost.h). A file of several modules
+// (`// -----` splits, or several `module` ops) is reported module by module.
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inspect_cost.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "util/logging.h"
 #include "workload/collectives.h"
@@ -22,6 +24,8 @@ struct InspectOptions {
   std::string file;
   bool json = false;
   bool dump = false;
+  bool cost = false;
+  CostOptions costing;
   std::vector<std::string> trip_counts;
   frontend::stablehlo::Options frontend;
 };
@@ -158,11 +162,20 @@ int run_inspect(InspectOptions& options) {
   if (options.frontend.strict && options.frontend.lenient) {
     throw OrreryError(ErrorCode::kConfig, "--strict and --lenient exclude each other");
   }
+  if (!options.cost && !options.costing.hardware.empty()) {
+    throw OrreryError(ErrorCode::kConfig, "--hardware is an option of --cost");
+  }
+  if (options.cost && options.dump) {
+    throw OrreryError(ErrorCode::kConfig, "--cost and --dump exclude each other");
+  }
   auto modules = frontend::stablehlo::parse_file(options.file, options.frontend).take_or_throw();
   for (const auto& module : modules) {
     for (const std::string& warning : module.warnings) {
       spdlog::warn("{}", warning);
     }
+  }
+  if (options.cost) {
+    return print_costs(options.file, modules, options.costing, options.json);
   }
   if (options.dump) {
     for (const auto& module : modules) {
@@ -209,6 +222,21 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
                    "LOOP=N: the trip count of a while loop, by the name inspect prints (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command->add_flag("--cost", options->cost,
+                    "Report the FLOPs, bytes and estimated compute time of one device's program, per op "
+                    "class, counting loop bodies times their trip counts (needs --hardware)");
+  command->add_option("--hardware", options->costing.hardware,
+                      "With --cost: a hardware preset (configs/hardware/NAME.yaml) or a preset file");
+  command->add_option("--estimator", options->costing.estimator,
+                      "With --cost: roofline (default), systolic, table (with --table) or plugin (with --plugin)");
+  command->add_option("--table", options->costing.tables, "With --estimator table: a kernel table (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command->add_option("--plugin", options->costing.plugin, "With --estimator plugin: the plugin library or executable");
+  command->add_flag("--fuse-elementwise", options->costing.fuse_elementwise,
+                    "With --cost: fuse chains of elementwise ops into their producer's kernel");
+  command->add_option("--f32-matmul", options->costing.f32_matmul,
+                      "With --cost: what f32 matmuls of DEFAULT precision run in: tf32 (default) or f32");
   return [options, &global]() {
     configure_logging(global.log_level, 0);
     return run_inspect(*options);

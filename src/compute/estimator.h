@@ -38,7 +38,7 @@ struct Estimate {
   Flops flops;
   Bytes bytes;
   Bound bound = Bound::kNone;
-  std::string estimator;  // "roofline", "systolic", "table", "plugin:NAME"
+  std::string estimator;  // "roofline", "systolic", "table", "plugin:NAME", "fallback:roofline"
   std::string note;       // why: the rule, the table row or interpolation, the fallback reason
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -160,8 +161,52 @@ OpSignature convolution_signature(std::string kind, ElementType type, const Conv
 GemmShape im2col_gemm(const ConvShape& conv) {
   const std::uint64_t groups = std::max<std::uint64_t>(conv.feature_groups, 1);
   const std::uint64_t batch_groups = std::max<std::uint64_t>(conv.batch_groups, 1);
-  return GemmShape{groups * batch_groups, conv.output_pixels(), conv.output_features / (groups * batch_groups),
-                   conv.kernel_volume() * conv.input_features / groups};
+  std::uint64_t k = conv.kernel_volume() * conv.input_features / groups;
+  if (product(conv.input_dilation, conv.spatial_rank) > 1) {
+    double positions = 1.0;
+    double outputs = 1.0;
+    for (std::uint32_t d = 0; d < conv.spatial_rank && d < 3; ++d) {
+      const auto s = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+      positions *= static_cast<double>(valid_window_positions(s(conv.input_size[d]), s(conv.kernel_size[d]),
+                                                              s(conv.output_size[d]), s(conv.stride[d]),
+                                                              s(conv.padding_low[d]), s(conv.input_dilation[d]),
+                                                              s(conv.kernel_dilation[d])));
+      outputs *= static_cast<double>(conv.output_size[d]);
+    }
+    if (outputs > 0.0) {
+      k = static_cast<std::uint64_t>(
+          std::ceil(positions / outputs * static_cast<double>(conv.input_features) / static_cast<double>(groups)));
+    }
+  }
+  return GemmShape{groups * batch_groups, conv.output_pixels(), conv.output_features / (groups * batch_groups), k};
+}
+
+std::int64_t valid_window_positions(std::int64_t input, std::int64_t kernel, std::int64_t output, std::int64_t stride,
+                                    std::int64_t pad_low, std::int64_t input_dilation, std::int64_t kernel_dilation) {
+  stride = std::max<std::int64_t>(stride, 1);
+  input_dilation = std::max<std::int64_t>(input_dilation, 1);
+  kernel_dilation = std::max<std::int64_t>(kernel_dilation, 1);
+  if (input <= 0) {
+    return 0;
+  }
+  const std::int64_t last = (input - 1) * input_dilation;
+  const auto floor_div = [](std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  std::int64_t valid = 0;
+  for (std::int64_t k = 0; k < kernel; ++k) {
+    const std::int64_t offset = k * kernel_dilation - pad_low;  // input index = o * stride + offset
+    if (input_dilation == 1) {
+      // o in [ceil(-offset / stride), floor((last - offset) / stride)], within [0, output).
+      const std::int64_t low = std::max<std::int64_t>(0, -floor_div(offset, stride));
+      const std::int64_t high = std::min<std::int64_t>(output - 1, floor_div(last - offset, stride));
+      valid += std::max<std::int64_t>(0, high - low + 1);
+    } else {
+      for (std::int64_t o = 0; o < output; ++o) {
+        const std::int64_t i = o * stride + offset;
+        valid += (i >= 0 && i <= last && i % input_dilation == 0) ? 1 : 0;
+      }
+    }
+  }
+  return valid;
 }
 
 ConvShape convolution_from_scalesim_layer(std::uint64_t ifmap_height, std::uint64_t ifmap_width,

@@ -126,8 +126,18 @@ OpSignature convolution_signature(std::string kind, ElementType type, const Conv
 
 // The GEMM a convolution runs as (im2col): m = output pixels per batch group, k = kernel volume *
 // C_in / feature groups, n = C_out / (feature groups * batch groups), once per group
-// (batch = feature groups * batch groups).
+// (batch = feature groups * batch groups). An input-dilated convolution (the backward-data
+// convolution of a strided layer) multiplies only the kernel taps that land on real input
+// elements: k = ceil(prod_d V_d / prod_d out_d * C_in / feature groups), V_d from
+// valid_window_positions, instead of kernel volume * C_in / groups (4x too many for stride 2).
 GemmShape im2col_gemm(const ConvShape& conv);
+
+// The (output index o, kernel index k) pairs of one spatial dimension whose input index
+// o * stride - pad_low + k * kernel_dilation lands on a real element of the input dilated by
+// input_dilation: inside [0, (input - 1) * input_dilation] and a multiple of input_dilation
+// (XLA's HloCostAnalysis rule; without padding and dilation, output * kernel).
+std::int64_t valid_window_positions(std::int64_t input, std::int64_t kernel, std::int64_t output, std::int64_t stride,
+                                    std::int64_t pad_low, std::int64_t input_dilation, std::int64_t kernel_dilation);
 
 // SCALE-Sim's convolution layer (topology CSV row): an ifmap of height x width x channels, a
 // filter of filter_height x filter_width, num_filters filters, one stride for both dimensions, no

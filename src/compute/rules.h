@@ -60,6 +60,8 @@ class ComputeModel {
   // until the next call (without memoisation) or for the model's lifetime (with it).
   const Estimate& estimate(const OpSignature& op);
   [[nodiscard]] CacheStats cache_stats() const { return cache_.stats(); }
+  // True when estimates are memoised (their references then stay valid for the model's lifetime).
+  [[nodiscard]] bool memoises() const { return memoise_; }
   [[nodiscard]] const Hardware& hardware() const { return *hardware_; }
   [[nodiscard]] const Estimator& estimator() const { return *estimator_; }
 

@@ -9,7 +9,8 @@
 //   input-stationary   Sr = k, Sc = m, T = n   cycles per fold = 2R + C + T - 2
 //   folds = ceil(Sr / R) * ceil(Sc / C);  compute cycles = folds * cycles per fold - 1.
 // A convolution is the GEMM of its im2col view: m = output pixels, k = kernel volume * C_in /
-// groups, n = C_out / groups, once per group. Batched GEMMs and groups multiply the folds; a device
+// groups (input-dilated convolutions: only the taps on real input, im2col_gemm), n = C_out /
+// groups, once per group. Batched GEMMs and groups multiply the folds; a device
 // with several arrays spreads the folds evenly: ceil(folds / arrays) * cycles per fold - 1.
 //
 // DRAM stalls (an approximation of SCALE-Sim's double-buffered memory system, compared with its

@@ -143,6 +143,7 @@ const Hardware* TableEstimator::preset(const std::string& name, const Hardware& 
 
 Estimate TableEstimator::fall_back(const OpSignature& op, const Hardware& hardware, const std::string& reason) const {
   Estimate estimate = fallback_->estimate(op, hardware);
+  estimate.estimator = "fallback:" + std::string(fallback_->name());
   estimate.note = fmt::format("table fallback to {}: {}; {}", fallback_->name(), reason, estimate.note);
   return estimate;
 }

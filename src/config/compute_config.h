@@ -55,6 +55,14 @@ inline std::span<const EnumName<OpClass>> enum_names(OpClass) {
   return kNames;
 }
 
+// What f32 dot_general and convolution ops with DEFAULT precision compute in.
+enum class F32MatmulPrecision { kTf32, kF32 };
+inline std::span<const EnumName<F32MatmulPrecision>> enum_names(F32MatmulPrecision) {
+  static constexpr EnumName<F32MatmulPrecision> kNames[] = {{F32MatmulPrecision::kTf32, "tf32"},
+                                                            {F32MatmulPrecision::kF32, "f32"}};
+  return kNames;
+}
+
 enum class PluginTransport { kAuto, kSharedLibrary, kSubprocess };
 inline std::span<const EnumName<PluginTransport>> enum_names(PluginTransport) {
   static constexpr EnumName<PluginTransport> kNames[] = {{PluginTransport::kAuto, "auto"},
@@ -138,6 +146,8 @@ struct EstimatorRule : EstimatorChoice {
 struct ComputeConfig : EstimatorChoice {
   std::vector<EstimatorRule> rules;
   bool memoise = true;
+  bool fuse_elementwise = false;
+  F32MatmulPrecision f32_matmul = F32MatmulPrecision::kTf32;
 
   template <class V>
   void fields(V& v) {
@@ -145,6 +155,12 @@ struct ComputeConfig : EstimatorChoice {
     estimator_fields(v);
     v("rules", rules, "Per-op-kind estimator rules; the first matching rule wins.");
     v("memoise", memoise, "Memoise estimates by op signature (the hit rate is in the run statistics).");
+    v("fuse_elementwise", fuse_elementwise,
+      "Fuse chains of elementwise ops into their producer's kernel: the intermediate results are "
+      "neither written nor read back (docs/compute.md, \"Elementwise fusion\").");
+    v("f32_matmul", f32_matmul,
+      "What f32 dot_general and convolution ops with DEFAULT precision compute in: tf32 (tensor "
+      "cores; XLA's and JAX's GPU default) or f32. HIGH and HIGHEST precision always run in f32.");
   }
 };
 

@@ -95,7 +95,7 @@ compute:
   // Not in the table: the rule's fallback, the systolic model, with the reason.
   const OpSignature other = gemm_signature("dot_general", ElementType::kF32, {1, 1024, 1024, 1024});
   const Estimate& fallback = model.estimate(other);
-  EXPECT_EQ(fallback.estimator, "systolic");
+  EXPECT_EQ(fallback.estimator, "fallback:systolic");
   EXPECT_NE(fallback.note.find("table fallback to systolic: no measured dot_general (gemm, f32)"), std::string::npos)
       << fallback.note;
   const OpSignature add = elementwise_signature("add", OpClass::kElementwise, ElementType::kBF16, 1024, 2, 1.0);

@@ -72,7 +72,7 @@ TEST(Table, FallsBackWithTheReason) {
   const TableEstimator table = make_table({gemm_row(1024, 100.0)});
   // Another dtype: no candidate rows.
   const Estimate other = table.estimate(gemm_signature("dot_general", ElementType::kBF16, {1, 1024, 4096, 4096}), a100);
-  EXPECT_EQ(other.estimator, "roofline");
+  EXPECT_EQ(other.estimator, "fallback:roofline");
   EXPECT_NE(other.note.find("table fallback to roofline: no measured dot_general (gemm, bf16) in the tables"),
             std::string::npos)
       << other.note;

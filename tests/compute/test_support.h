@@ -1,5 +1,5 @@
-// Helpers shared by the compute tests: paths to the source tree and the shared data, and the
-// message of an expected OrreryError.
+// Helpers shared by the compute tests: paths to the source tree and the shared data, the
+// message of an expected OrreryError, and StableHLO text parsed into a program.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -7,10 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <unistd.h>
 
+#include "frontend/stablehlo/stablehlo.h"
 #include "util/error.h"
 
 namespace orrery::compute::testing {
@@ -49,6 +51,16 @@ inline std::filesystem::path write_temp(const std::string& name, const std::stri
   std::filesystem::create_directories((dir / name).parent_path());
   std::ofstream(dir / name) << text;
   return dir / name;
+}
+
+// The first module of StableHLO text; fails the test (and returns null) when it does not parse.
+inline std::shared_ptr<const workload::Program> parse_program(const std::string& text) {
+  auto source = std::make_shared<workload::SourceText>();
+  source->path = "test.mlir";
+  source->text = text;
+  auto modules = frontend::stablehlo::parse_source(source, {});
+  EXPECT_TRUE(modules.ok()) << (modules.ok() ? "" : modules.error().render());
+  return modules.ok() && !modules.value().empty() ? modules.value()[0].program : nullptr;
 }
 
 }  // namespace orrery::compute::testing

@@ -52,5 +52,63 @@ else
   echo "skip llama_json, bytecode: $shared_data absent"
 fi
 
+# --cost: FLOPs, bytes and estimated time of one device's program, counting executions.
+cost=$data/cost_loop.mlir
+expect cost_text 0 "one device, one run: 30.98 kFLOP" -- "$orrery" inspect --cost --hardware A100_80GB "$cost"
+expect cost_systolic 0 "estimator systolic" -- "$orrery" inspect --cost --hardware TPUv4 --estimator systolic "$cost"
+expect cost_needs_hardware 2 "--cost needs --hardware" -- "$orrery" inspect --cost "$cost"
+expect cost_unknown_preset 2 "did you mean 'A100_80GB'" -- "$orrery" inspect --cost --hardware A100_80 "$cost"
+expect cost_unknown_estimator 2 "unknown estimator 'foo'" -- "$orrery" inspect --cost --hardware H100 --estimator foo "$cost"
+expect cost_table_needs_file 2 "the table estimator needs a table file (--table)" \
+  -- "$orrery" inspect --cost --hardware H100 --estimator table "$cost"
+expect cost_hardware_without_cost 2 "--hardware is an option of --cost" -- "$orrery" inspect --hardware H100 "$cost"
+expect cost_unknown_trip_count 1 "--trip-count open_ended/%r=N" -- "$orrery" inspect --cost --hardware H100 "$data/two_modules.mlir"
+json=$("$orrery" inspect --cost --hardware A100_80GB --json "$cost") || fail "cost json exit"
+if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_json"; else fail "cost json content"; fi
+import json, sys
+r = json.loads(sys.argv[1])
+# 3 trips x 2 calls of @layer: 6 dots of 2*8*16*16 FLOPs, 6 tanh of 8*128; 3 + 4 scalar ops; 2 adds of 128.
+assert r["flops"] == 6 * 4096 + 6 * 1024 + 3 + 4 + 2 * 128, r["flops"]
+assert r["kernels"] == 21 and r["estimators"] == {"roofline": 21}, r
+assert r["classes"]["gemm"]["kernels"] == 6 and r["classes"]["gemm"]["flops"] == 6 * 4096
+assert r["hardware"] == "A100_80GB" and r["estimator"] == "roofline"
+assert r["bytes"] == r["bytes_read"] + r["bytes_written"] > 0
+assert r["estimated_compute_s"] > 0
+assert abs(sum(c["estimated_s"] for c in r["classes"].values()) - r["estimated_compute_s"]) < 1e-12
+PY
+# Overridden trip counts multiply the loop body.
+json=$("$orrery" inspect --cost --hardware H100 --json --trip-count open_ended/%r=10 "$data/two_modules.mlir") || fail "cost override exit"
+if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_multi_module_override"; else fail "cost multi-module override"; fi
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["module_count"] == 2 and r["hardware"] == "H100"
+assert r["modules"][0]["communication_ops"] == {"stablehlo.all_reduce": 4}, r["modules"][0]
+assert r["modules"][1]["kernels"] == 10 + 11, r["modules"][1]  # 10 adds, 11 compares
+PY
+
+# Real programs, when the shared data is here (read in place).
+resnet=$shared_data/stablehlo/hespas/resnet50_train_step_4dev_b1024.mlir
+if [[ -f "$resnet" ]]; then
+  "$orrery" inspect --cost --hardware A100_40GB --json "$resnet" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+conv = r["classes"]["convolution"]
+# 53 convolutions forward, backward-data (not for the first layer) and backward-filter.
+assert conv["kernels"] == 158, conv
+assert 5.5e12 < conv["flops"] < 6.5e12, conv
+assert r["communication_ops"] == {"stablehlo.all_reduce": 375}
+' && echo "ok   cost_resnet50" || fail "cost resnet50"
+  "$orrery" inspect --cost --hardware H100 --json "$llama" | /usr/bin/python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+# About 6 x parameters x tokens for a 4096-token step of a ~120M-parameter model, per device.
+assert 4e12 < r["flops"] < 9e12, r["flops"]
+assert r["classes"]["gemm"]["kernels"] == 208
+assert r["cache"]["hit_rate"] > 0.9
+' && echo "ok   cost_llama" || fail "cost llama"
+else
+  echo "skip cost_resnet50, cost_llama: $shared_data absent"
+fi
+
 [[ $failures -eq 0 ]] && echo OK
 exit $failures

@@ -1,0 +1,360 @@
+// The per-program cost table (compute/program_costs.h): roles, fusion, memoisation statistics,
+// executions through loops and calls, and every op of every shared StableHLO file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "compute/program_costs.h"
+#include "compute/roofline.h"
+#include "frontend/stablehlo/stablehlo.h"
+#include "test_support.h"
+
+namespace orrery::compute {
+namespace {
+
+using workload::OpId;
+using workload::OpKind;
+using workload::Program;
+
+std::shared_ptr<const Program> parse(const std::string& text) { return testing::parse_program(text); }
+
+// Every kernel takes 1 us; counts its calls.
+class MicrosecondEstimator final : public Estimator {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "microsecond"; }
+  [[nodiscard]] Estimate estimate(const OpSignature& op, const Hardware&) const override {
+    ++calls;
+    Estimate e;
+    e.time = SimTime::from_ns(1000);
+    e.flops = op.flops;
+    e.bytes = op.bytes();
+    e.estimator = "microsecond";
+    e.note = "1 us for " + op.kind;
+    return e;
+  }
+  mutable int calls = 0;
+};
+
+ComputeModel microsecond_model(bool memoise = true) {
+  return ComputeModel(std::make_unique<MicrosecondEstimator>(), load_hardware("A100_80GB"), memoise);
+}
+
+// The first op of `kind` in the program.
+OpId first(const Program& p, OpKind kind, std::size_t skip = 0) {
+  for (OpId id = 0; id < p.op_count(); ++id) {
+    if (p.op(id).kind == kind && skip-- == 0) {
+      return id;
+    }
+  }
+  ADD_FAILURE() << "no such op";
+  return 0;
+}
+
+constexpr const char* kLoopAndCalls = R"(
+func.func private @layer(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %1 = stablehlo.tanh %0 : tensor<8x16xf32>
+  return %1 : tensor<8x16xf32>
+}
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>) -> tensor<8x16xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %v = %x) : tensor<i32>, tensor<8x16xf32>
+   cond {
+    %c3 = stablehlo.constant dense<3> : tensor<i32>
+    %p = stablehlo.compare  LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %n = stablehlo.add %i, %c1 : tensor<i32>
+    %y = func.call @layer(%v, %w) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+    %z = func.call @layer(%y, %w) : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+    stablehlo.return %n, %z : tensor<i32>, tensor<8x16xf32>
+  }
+  %a = stablehlo.add %r#1, %r#1 : tensor<8x16xf32>
+  %b = stablehlo.add %a, %a : tensor<8x16xf32>
+  return %b : tensor<8x16xf32>
+}
+)";
+
+TEST(ProgramCosts, EveryOpHasAnEntryAndKernelsTheirTime) {
+  const auto p = parse(kLoopAndCalls);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts costs = cost_program(*p, model, {});
+  ASSERT_EQ(costs.ops.size(), p->op_count());
+  const OpCost& dot = costs[first(*p, OpKind::kDotGeneral)];
+  EXPECT_EQ(dot.role, CostRole::kCompute);
+  EXPECT_EQ(dot.op_class, OpClass::kGemm);
+  EXPECT_EQ(dot.time, SimTime::from_ns(1000));
+  EXPECT_DOUBLE_EQ(dot.flops.value, 2.0 * 8 * 16 * 16);  // 2 M N K
+  EXPECT_EQ(dot.estimator, "microsecond");
+  EXPECT_EQ(dot.note, "1 us for dot_general");
+  EXPECT_EQ(costs[first(*p, OpKind::kWhile)].role, CostRole::kFree);
+  EXPECT_EQ(costs[first(*p, OpKind::kCall)].role, CostRole::kFree);
+  EXPECT_EQ(costs[first(*p, OpKind::kConstant)].role, CostRole::kFree);
+  EXPECT_EQ(costs[first(*p, OpKind::kConstant)].time, SimTime::zero());
+  // Kernels: dot, tanh, compare, the i32 add and the two 8x16 adds, each costed once; the two
+  // 8x16 adds share a signature, so the second is a cache hit.
+  EXPECT_EQ(costs.estimates, 6U);
+  EXPECT_EQ(costs.cache.lookups, 6U);
+  EXPECT_EQ(costs.cache.hits, 1U);
+  EXPECT_EQ(model.cache_stats().hits, 1U);
+  // Costing the program again answers every estimate from the cache.
+  const ProgramCosts again = cost_program(*p, model, {});
+  EXPECT_EQ(again.cache.hits, 6U);
+  EXPECT_DOUBLE_EQ(model.cache_stats().hit_rate(), 7.0 / 12.0);
+  // Without memoisation every kernel asks the estimator, and the texts stay valid.
+  ComputeModel uncached = microsecond_model(false);
+  const ProgramCosts fresh = cost_program(*p, uncached, {});
+  EXPECT_EQ(fresh.cache.lookups, 0U);
+  EXPECT_EQ(fresh.estimates, 6U);
+  EXPECT_EQ(fresh[first(*p, OpKind::kTanh)].note, "1 us for tanh");
+  EXPECT_EQ(fresh[first(*p, OpKind::kDotGeneral)].note, "1 us for dot_general");
+  const ProgramCosts copy = fresh;  // copies share the string pool
+  EXPECT_EQ(copy[first(*p, OpKind::kTanh)].estimator, "microsecond");
+}
+
+TEST(ProgramCosts, ExecutionsFollowTripCountsAndCalls) {
+  const auto p = parse(kLoopAndCalls);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ExecutionTotals totals = execution_totals(*p, cost_program(*p, model, {}));
+  // The body runs 3 times and calls @layer twice: 6 dots (2 * 8 * 16 * 16 = 4096 FLOPs each) and
+  // 6 tanh (8 FLOPs x 128 elements = 1024 each); the i32 add runs 3 times, the condition's compare
+  // 4 times, and the two adds after the loop once (128 FLOPs each).
+  const ClassTotals& gemm = totals.classes[static_cast<std::size_t>(OpClass::kGemm)];
+  EXPECT_EQ(gemm.executions, 6U);
+  EXPECT_DOUBLE_EQ(gemm.flops.value, 6.0 * 4096);
+  EXPECT_EQ(gemm.time, SimTime::from_ns(6000));
+  EXPECT_EQ(totals.classes[static_cast<std::size_t>(OpClass::kTranscendental)].executions, 6U);
+  const ClassTotals& elementwise = totals.classes[static_cast<std::size_t>(OpClass::kElementwise)];
+  EXPECT_EQ(elementwise.executions, 3U + 4U + 2U);
+  EXPECT_DOUBLE_EQ(elementwise.flops.value, 3.0 + 4.0 + 2.0 * 128);
+  EXPECT_DOUBLE_EQ(totals.flops.value, 6.0 * 4096 + 6.0 * 1024 + 3 + 4 + 256);
+  EXPECT_EQ(totals.time, SimTime::from_ns(1000 * (6 + 6 + 3 + 4 + 2)));
+  EXPECT_EQ(totals.estimators.at("microsecond"), 21U);
+  // Free executions: the while, 2 calls x 3, the constants (1 + 4 in the condition + 3 in the
+  // body), the returns (2 x 3 of @layer, 4 + 3 in the regions, 1 of main).
+  EXPECT_EQ(totals.free_ops.at("stablehlo.constant"), 1U + 4U + 3U);
+  EXPECT_EQ(totals.free_ops.at("func.call"), 6U);
+}
+
+TEST(ProgramCosts, CostliestBranchOfIf) {
+  const auto p = parse(R"(
+func.func @main(%c: tensor<i1>, %x: tensor<16xf32>) -> tensor<16xf32> {
+  %r = "stablehlo.if"(%c) ({
+    %a = stablehlo.exponential %x : tensor<16xf32>
+    %b = stablehlo.exponential %a : tensor<16xf32>
+    stablehlo.return %b : tensor<16xf32>
+  }, {
+    %a = stablehlo.negate %x : tensor<16xf32>
+    stablehlo.return %a : tensor<16xf32>
+  }) : (tensor<i1>) -> tensor<16xf32>
+  return %r : tensor<16xf32>
+}
+)");
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ExecutionTotals totals = execution_totals(*p, cost_program(*p, model, {}));
+  // The true branch has two kernels (2 us), the false branch one: the true branch counts.
+  EXPECT_EQ(totals.time, SimTime::from_ns(2000));
+  EXPECT_DOUBLE_EQ(totals.flops.value, 2.0 * 8 * 16);
+}
+
+TEST(ProgramCosts, BodiesAndFusionsAreFusedIntoTheirOp) {
+  const auto p = parse(R"(
+module @m attributes {mhlo.num_partitions = 2 : i32} {
+  func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %0 = stablehlo.reduce(%x init: %z) across dimensions = [1] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4xf32>
+      reducer(%a: tensor<f32>, %b: tensor<f32>) {
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }
+    %1 = "mhlo.fusion"(%x, %y) ({
+    ^bb0(%p: tensor<4x8xf32>, %q: tensor<4x8xf32>):
+      %m = stablehlo.multiply %p, %q : tensor<4x8xf32>
+      %e = stablehlo.exponential %m : tensor<4x8xf32>
+      "mhlo.return"(%e) : (tensor<4x8xf32>) -> ()
+    }) {fusion_kind = #mhlo<fusion_kind kLoop>} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    %2 = "stablehlo.all_reduce"(%1) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    return %0, %1, %2 : tensor<4xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  }
+}
+)");
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts costs = cost_program(*p, model, {});
+  const OpId reduce = first(*p, OpKind::kReduce);
+  const OpId fusion = first(*p, OpKind::kFusion);
+  const OpId all_reduce = first(*p, OpKind::kAllReduce);
+  // The reducer's add is part of the reduce; the all_reduce's add is part of the collective.
+  EXPECT_EQ(costs[first(*p, OpKind::kAdd, 0)].role, CostRole::kFused);
+  EXPECT_EQ(costs[first(*p, OpKind::kAdd, 0)].fused_into, reduce);
+  EXPECT_EQ(costs[first(*p, OpKind::kAdd, 1)].fused_into, all_reduce);
+  EXPECT_EQ(costs[first(*p, OpKind::kMultiply)].fused_into, fusion);
+  EXPECT_EQ(costs[first(*p, OpKind::kExponential)].fused_into, fusion);
+  EXPECT_EQ(costs[first(*p, OpKind::kExponential)].time, SimTime::zero());
+  // The fusion is one kernel: multiply (32) + exponential (8 * 32) FLOPs; its operands and
+  // result are the traffic: 256 B read, 128 B written.
+  EXPECT_EQ(costs[fusion].role, CostRole::kCompute);
+  EXPECT_EQ(costs[fusion].op_class, OpClass::kTranscendental);
+  EXPECT_DOUBLE_EQ(costs[fusion].flops.value, 32.0 + 256.0);
+  EXPECT_EQ(costs[fusion].bytes_read.count, 256U);
+  EXPECT_EQ(costs[fusion].bytes_written.count, 128U);
+  // The collective: communication, with its bytes but no time.
+  EXPECT_EQ(costs[all_reduce].role, CostRole::kCommunication);
+  EXPECT_EQ(costs[all_reduce].bytes_written.count, 128U);
+  EXPECT_EQ(costs[all_reduce].time, SimTime::zero());
+  EXPECT_EQ(costs.estimates, 2U);  // the reduce and the fusion
+}
+
+constexpr const char* kChain = R"(
+func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %bias: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %1 = stablehlo.add %0, %bias : tensor<8x4xf32>
+  %2 = stablehlo.exponential %1 : tensor<8x4xf32>
+  %3 = stablehlo.negate %2 : tensor<8x4xf32>
+  %4 = stablehlo.multiply %3, %3 : tensor<8x4xf32>
+  return %4 : tensor<8x4xf32>
+}
+)";
+
+TEST(ProgramCosts, ElementwiseChainsFuseIntoTheirProducerWhenAsked) {
+  const auto p = parse(kChain);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const OpId dot = first(*p, OpKind::kDotGeneral);
+  // Off by default: five kernels.
+  const ProgramCosts separate = cost_program(*p, model, {});
+  EXPECT_EQ(separate.estimates, 5U);
+  EXPECT_EQ(separate[dot].bytes_read.count, (8U * 16 + 16 * 4) * 4);
+  EXPECT_EQ(separate[dot].bytes_written.count, 8U * 4 * 4);
+  // On: add, exponential and negate join the dot's kernel (each the only use of the value before
+  // it); multiply uses the negate's result twice, so the chain stops there.
+  CostOptions options;
+  options.fuse_elementwise = true;
+  const ProgramCosts fused = cost_program(*p, model, options);
+  EXPECT_EQ(fused.estimates, 2U);
+  for (const OpKind kind : {OpKind::kAdd, OpKind::kExponential, OpKind::kNegate}) {
+    EXPECT_EQ(fused[first(*p, kind)].role, CostRole::kFused);
+    EXPECT_EQ(fused[first(*p, kind)].fused_into, dot);
+  }
+  EXPECT_EQ(fused[first(*p, OpKind::kMultiply)].role, CostRole::kCompute);
+  // The kernel: FLOPs 2 * 8 * 4 * 16 + 32 (add) + 8 * 32 (exp) + 32 (negate) = 1344; it reads the
+  // dot's operands and the bias (768 + 128 B) and writes only the negate's result (128 B): the
+  // intermediates are counted once, as on-chip values.
+  EXPECT_DOUBLE_EQ(fused[dot].flops.value, 1024.0 + 32 + 256 + 32);
+  EXPECT_EQ(fused[dot].bytes_read.count, 768U + 128U);
+  EXPECT_EQ(fused[dot].bytes_written.count, 128U);
+  // The same in the scenario: compute.fuse_elementwise.
+  config::ComputeConfig config;
+  config.fuse_elementwise = true;
+  EXPECT_TRUE(CostOptions::from(config).fuse_elementwise);
+}
+
+TEST(ProgramCosts, RooflineTimesOnAPreset) {
+  const auto p = parse(kChain);
+  ASSERT_NE(p, nullptr);
+  const Hardware a100 = load_hardware("A100_80GB");
+  ComputeModel model(config::ComputeConfig{}, a100);
+  const ProgramCosts costs = cost_program(*p, model, {});
+  const OpId dot = first(*p, OpKind::kDotGeneral);
+  OpCount count;
+  OpCounter(*p, {}).count(dot, count);
+  EXPECT_EQ(count.signature.element_type, ElementType::kTF32);  // an f32 dot with DEFAULT precision
+  EXPECT_EQ(costs[dot].time, SimTime::from_seconds(roofline_terms(count.signature, a100.roofline).total_s()));
+  EXPECT_EQ(costs[dot].estimator, "roofline");
+  EXPECT_NE(costs[dot].note.find("default: A100_80GB: compute"), std::string_view::npos) << costs[dot].note;
+}
+
+// Every op of every module of every shared StableHLO file gets an entry; kernels get a positive
+// time; forward + backward convolutions of ResNet-50 add up to about three times the forward.
+TEST(ProgramCosts, EveryOpOfTheSharedFiles) {
+  const std::filesystem::path root = testing::shared_data() / "stablehlo";
+  if (!std::filesystem::is_directory(root)) {
+    GTEST_SKIP() << "shared data absent: " << root << " (read in place)";
+  }
+  ComputeModel model(config::ComputeConfig{}, load_hardware("A100_80GB"));
+  std::size_t modules = 0;
+  std::size_t kernels = 0;
+  std::size_t totals_walked = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+    if (entry.path().extension() != ".mlir" || entry.path().filename() == "ops_stablehlo_verifier.mlir") {
+      continue;
+    }
+    auto source = frontend::stablehlo::read_source(entry.path().string());
+    ASSERT_TRUE(source.ok());
+    for (const auto& outcome : frontend::stablehlo::parse_modules(source.value(), {})) {
+      ASSERT_TRUE(outcome.result.ok()) << outcome.result.error().render();
+      const Program& p = *outcome.result.value().program;
+      const ProgramCosts costs = cost_program(p, model, {});
+      ++modules;
+      ASSERT_EQ(costs.ops.size(), p.op_count());
+      for (OpId id = 0; id < p.op_count(); ++id) {
+        const OpCost& c = costs[id];
+        if (c.role == CostRole::kCompute) {
+          ++kernels;
+          EXPECT_TRUE(std::isfinite(c.flops.value) && c.flops.value >= 0.0) << entry.path() << " op " << id;
+          if (c.flops.value > 0.0 || c.bytes_read.count + c.bytes_written.count > 0) {
+            EXPECT_GT(c.time, SimTime::zero()) << entry.path() << " op " << id;
+          }
+          EXPECT_FALSE(c.estimator.empty());
+        } else {
+          EXPECT_EQ(c.time, SimTime::zero());
+        }
+        if (c.role == CostRole::kFused) {
+          ASSERT_LT(c.fused_into, p.op_count());
+          EXPECT_NE(costs[c.fused_into].role, CostRole::kFused);
+        }
+      }
+      bool loops_known = true;
+      for (const OpId loop : p.while_ops()) {
+        loops_known = loops_known && p.while_loop(p.op(loop)).source != workload::TripCountSource::kUnknown;
+      }
+      if (loops_known) {
+        const ExecutionTotals totals = execution_totals(p, costs);
+        EXPECT_GE(totals.time, SimTime::zero());
+        ++totals_walked;
+      }
+    }
+  }
+  EXPECT_GT(modules, 100U);
+  EXPECT_GT(kernels, 10000U);
+  EXPECT_GT(totals_walked, 100U);
+  std::printf("costed %zu modules, %zu kernels; cache hit rate %.3f\n", modules, kernels,
+              model.cache_stats().hit_rate());
+}
+
+// ResNet-50 at 224 x 224: 4.1 G multiply-adds per image forward (He et al. 2016, Table 1, "3.8 x
+// 10^9 FLOPs" counting multiply-adds, plus the final layer); training adds the backward-data
+// and backward-filter convolutions (twice the forward, less the first layer's backward-data).
+// On 256 images per device the convolutions of one step should come to about 3 * 2 * 4.1e9 * 256
+// = 6.3e12 FLOPs.
+TEST(ProgramCosts, ResNet50TrainingStepConvolutionFlops) {
+  const std::filesystem::path file = testing::shared_data() / "stablehlo" / "hespas" / "resnet50_train_step_4dev_b1024.mlir";
+  if (!std::filesystem::exists(file)) {
+    GTEST_SKIP() << "shared data absent: " << file;
+  }
+  auto modules = frontend::stablehlo::parse_file(file.string(), {});
+  ASSERT_TRUE(modules.ok()) << modules.error().render();
+  const Program& p = *modules.value()[0].program;
+  ComputeModel model(config::ComputeConfig{}, load_hardware("A100_40GB"));
+  const ExecutionTotals totals = execution_totals(p, cost_program(p, model, {}));
+  const ClassTotals& conv = totals.classes[static_cast<std::size_t>(OpClass::kConvolution)];
+  EXPECT_EQ(conv.executions, 53U * 3 - 1);  // 53 convolutions, 3 each but the first layer's backward-data
+  EXPECT_GT(conv.flops.value, 5.5e12);
+  EXPECT_LT(conv.flops.value, 6.5e12);
+  std::printf("ResNet-50 step: convolutions %.4g FLOPs, total %.4g FLOPs, %.4g B, %.4g s on A100_40GB\n",
+              conv.flops.value, totals.flops.value, totals.bytes().as_double(), totals.time.seconds());
+}
+
+}  // namespace
+}  // namespace orrery::compute
