@@ -25,7 +25,7 @@ struct InspectOptions {
   bool json = false;
   bool dump = false;
   bool cost = false;
-  CostOptions costing;
+  InspectCostOptions costing;
   std::vector<std::string> trip_counts;
   frontend::stablehlo::Options frontend;
 };

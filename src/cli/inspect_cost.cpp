@@ -14,7 +14,7 @@ namespace {
 using compute::ExecutionTotals;
 using compute::OpClass;
 
-config::ComputeConfig compute_config(const CostOptions& options) {
+config::ComputeConfig compute_config(const InspectCostOptions& options) {
   config::ComputeConfig config;
   const auto estimator = config::enum_from_string<config::EstimatorKind>(options.estimator);
   if (!estimator) {
@@ -151,7 +151,7 @@ void print_text(const ModuleCost& m, std::size_t modules) {
 }  // namespace
 
 int print_costs(const std::string& file, const std::vector<frontend::stablehlo::ParsedModule>& modules,
-                const CostOptions& options, bool json) {
+                const InspectCostOptions& options, bool json) {
   if (options.hardware.empty()) {
     throw OrreryError(ErrorCode::kConfig, "--cost needs --hardware NAME (a preset in configs/hardware, or a path)");
   }

@@ -10,7 +10,7 @@
 
 namespace orrery::cli {
 
-struct CostOptions {
+struct InspectCostOptions {
   std::string hardware;               // a preset name or a path
   std::string estimator = "roofline";  // roofline, systolic, table or plugin
   std::vector<std::string> tables;    // --table, for the table estimator
@@ -23,6 +23,6 @@ struct CostOptions {
 // OrreryError for an unknown preset or estimator, an estimator failure, or a loop whose trip count
 // is unknown.
 int print_costs(const std::string& file, const std::vector<frontend::stablehlo::ParsedModule>& modules,
-                const CostOptions& options, bool json);
+                const InspectCostOptions& options, bool json);
 
 }  // namespace orrery::cli
