@@ -16,9 +16,10 @@ build: deps
 	@cmake --preset $(PRESET) > /dev/null
 	@cmake --build --preset $(PRESET)
 
-# The default scenario (see README.md); extra arguments through RUN_ARGS.
+# The default scenario (configs/scenarios/default.yaml: ResNet-50 training step on 4 x A100);
+# extra arguments through RUN_ARGS, e.g. RUN_ARGS='--set hardware=H100'.
 run: build
-	@$(ORRERY) phold --lps 16384 --start-events 16 --remote 0.1 --lookahead 0.1 --end 20 $(RUN_ARGS)
+	@$(ORRERY) run configs/scenarios/default.yaml $(RUN_ARGS)
 
 test: build
 	@ctest --preset $(PRESET)

@@ -18,5 +18,7 @@ using Action = std::function<int()>;
 Action register_phold(CLI::App& app, const GlobalOptions& global);
 Action register_traffic(CLI::App& app, const GlobalOptions& global);
 Action register_inspect(CLI::App& app, const GlobalOptions& global);
+Action register_run(CLI::App& app, const GlobalOptions& global);
+Action register_sweep(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace orrery::cli

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 #include <unordered_map>
+#include <tuple>
 #include <variant>
 
 #include "network/engine_network.h"
@@ -1148,48 +1149,57 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   }
 
   // --- top ops and collectives ---------------------------------------------------------------------
+  // Ranked first, described after (a description computes a source line: only for those kept).
+  struct Candidate {
+    double seconds;
+    std::uint32_t program;
+    workload::OpId op;
+    double executions;
+  };
+  std::vector<Candidate> compute_ops;
+  std::vector<Candidate> collective_ops;
+  std::vector<std::map<workload::OpId, const CollectiveInfo*>> collective_info(programs.size());
   for (std::uint32_t p = 0; p < programs.size(); ++p) {
-    const ProgramModel& program = *programs[p];
-    const double per = static_cast<double>(program.ranks().size()) * std::max<std::uint32_t>(completed, 1);
-    std::set<workload::OpId> collectives;
-    for (const CollectiveInfo& info : program.collectives()) {
-      collectives.insert(info.op);
+    for (const CollectiveInfo& info : programs[p]->collectives()) {
+      collective_info[p][info.op] = &info;
     }
+    const double per = static_cast<double>(programs[p]->ranks().size()) * std::max<std::uint32_t>(completed, 1);
     for (std::size_t id = 0; id < op_seconds[p].size(); ++id) {
       if (op_counts[p][id] == 0) {
         continue;
       }
       const auto op_id = static_cast<workload::OpId>(id);
-      OpTotal total;
-      total.name = program.describe_op(op_id);
-      total.executions = static_cast<double>(op_counts[p][id]) / per;
-      total.seconds = op_seconds[p][id] / per;
-      if (collectives.contains(op_id)) {
-        const CollectiveInfo* info = nullptr;
-        for (const CollectiveInfo& candidate : program.collectives()) {
-          if (candidate.op == op_id) {
-            info = &candidate;
-          }
-        }
-        const auto& groups = program.group_set(info->group_set).groups;
-        total.what = fmt::format("{} of {} over {} ranks", collective_kind_name(info->kind),
-                                 human_bytes(static_cast<double>(info->bytes)), groups.empty() ? 0 : groups.front().size());
-        summary.top_collectives.push_back(std::move(total));
-      } else {
-        total.what = std::string(program.program().op_name(program.program().op(op_id)));
-        summary.top_ops.push_back(std::move(total));
-      }
+      const Candidate candidate{op_seconds[p][id] / per, p, op_id, static_cast<double>(op_counts[p][id]) / per};
+      (collective_info[p].contains(op_id) ? collective_ops : compute_ops).push_back(candidate);
     }
   }
-  auto by_time = [](const OpTotal& a, const OpTotal& b) { return a.seconds > b.seconds || (a.seconds == b.seconds && a.name < b.name); };
-  std::sort(summary.top_ops.begin(), summary.top_ops.end(), by_time);
-  std::sort(summary.top_collectives.begin(), summary.top_collectives.end(), by_time);
-  if (summary.top_ops.size() > 10) {
-    summary.top_ops.resize(10);
-  }
-  if (summary.top_collectives.size() > 10) {
-    summary.top_collectives.resize(10);
-  }
+  auto keep_top = [&](std::vector<Candidate>& candidates, std::vector<OpTotal>& out) {
+    const std::size_t kept = std::min<std::size_t>(10, candidates.size());
+    std::partial_sort(candidates.begin(), candidates.begin() + static_cast<std::ptrdiff_t>(kept), candidates.end(),
+                      [](const Candidate& a, const Candidate& b) {
+                        return a.seconds > b.seconds ||
+                               (a.seconds == b.seconds && std::tie(a.program, a.op) < std::tie(b.program, b.op));
+                      });
+    for (std::size_t i = 0; i < kept; ++i) {
+      const Candidate& c = candidates[i];
+      const ProgramModel& program = *programs[c.program];
+      OpTotal total;
+      total.name = program.describe_op(c.op);
+      total.executions = c.executions;
+      total.seconds = c.seconds;
+      if (const auto found = collective_info[c.program].find(c.op); found != collective_info[c.program].end()) {
+        const CollectiveInfo& info = *found->second;
+        const auto& groups = program.group_set(info.group_set).groups;
+        total.what = fmt::format("{} of {} over {} ranks", collective_kind_name(info.kind),
+                                 human_bytes(static_cast<double>(info.bytes)), groups.empty() ? 0 : groups.front().size());
+      } else {
+        total.what = std::string(program.program().op_name(program.program().op(c.op)));
+      }
+      out.push_back(std::move(total));
+    }
+  };
+  keep_top(compute_ops, summary.top_ops);
+  keep_top(collective_ops, summary.top_collectives);
   for (const auto& [name, count] : algorithms) {
     summary.algorithms.push_back(fmt::format("{} ({})", name, count));
   }

@@ -1,0 +1,61 @@
+// `orrery run SCENARIO.yaml [--set key=value]... [--summary-json PATH]`: simulate a scenario.
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/mpi_command.h"
+#include "cli/scenario_runner.h"
+#include "cli/summary_output.h"
+#include "config/scenario.h"
+
+namespace orrery::cli {
+
+Action register_run(CLI::App& app, const GlobalOptions& global) {
+  struct Arguments {
+    std::string scenario;
+    std::vector<std::string> overrides;
+    std::string summary_json;
+    bool print_scenario = false;
+  };
+  auto arguments = std::make_shared<Arguments>();
+  auto* command = app.add_subcommand("run", "Simulate a scenario: programs on a system and network; print its summary.");
+  command->add_option("scenario", arguments->scenario, "Scenario file (YAML; docs/config.md)")->required();
+  command->add_option("--set", arguments->overrides, "Override a scenario key: dotted.key=value (repeatable)")
+      ->allow_extra_args(false);
+  command->add_option("--summary-json", arguments->summary_json, "Also write the summary as JSON to this file");
+  command->add_flag("--print-scenario", arguments->print_scenario,
+                    "Print the resolved scenario (defaults and overrides applied) and exit");
+
+  return [arguments, &global]() {
+    return run_with_mpi(global, [&](pdes::Communicator& communicator) {
+      config::Scenario scenario;
+      pdes::run_collectively(communicator,
+                             [&] { scenario = config::load_scenario(arguments->scenario, arguments->overrides); });
+      if (arguments->print_scenario) {
+        if (communicator.rank() == 0) {
+          std::printf("%s", config::scenario_to_yaml(scenario).c_str());
+        }
+        return 0;
+      }
+      const RunResult result = run_scenario(communicator, scenario);
+      if (communicator.rank() == 0) {
+        std::printf("%s", summary_text(arguments->scenario, scenario, result).c_str());
+        std::string json_path = arguments->summary_json;
+        if (json_path.empty()) {
+          json_path = scenario.output.summary_json.path;
+        }
+        if (!json_path.empty()) {
+          std::ofstream out(json_path);
+          out << summary_json(scenario, result).dump(2) << "\n";
+          if (!out) {
+            throw OrreryError(ErrorCode::kIo, fmt::format("cannot write the summary to '{}'", json_path));
+          }
+        }
+      }
+      return 0;
+    });
+  };
+}
+
+}  // namespace orrery::cli

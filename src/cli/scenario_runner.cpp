@@ -1,0 +1,123 @@
+#include "cli/scenario_runner.h"
+
+#include <chrono>
+#include <fmt/format.h>
+
+#include "compute/hardware.h"
+#include "compute/program_costs.h"
+#include "compute/rules.h"
+#include "frontend/stablehlo/stablehlo.h"
+#include "system/rank_set.h"
+
+namespace orrery::cli {
+namespace {
+
+// The compute module's cost table seen as the system layer's op times.
+class CostTableTimes final : public system::OpTimes {
+ public:
+  explicit CostTableTimes(compute::ProgramCosts costs) : costs_(std::move(costs)) {}
+  [[nodiscard]] bool takes_time(workload::OpId op) const override {
+    return costs_.ops[op].role == compute::CostRole::kCompute;
+  }
+  [[nodiscard]] SimTime time(workload::OpId op) const override { return costs_.ops[op].time; }
+  [[nodiscard]] const compute::ProgramCosts& costs() const { return costs_; }
+
+ private:
+  compute::ProgramCosts costs_;
+};
+
+std::string describe_estimators(const config::ComputeConfig& compute) {
+  std::string text(config::enum_to_string(compute.estimator));
+  for (const auto& rule : compute.rules) {
+    std::string ops;
+    for (const auto& op : rule.ops) {
+      ops += (ops.empty() ? "" : ",") + op;
+    }
+    for (const auto& op_class : rule.classes) {
+      ops += (ops.empty() ? "" : ",") + std::string(config::enum_to_string(op_class));
+    }
+    text += fmt::format("; {} for {}", config::enum_to_string(rule.estimator), ops);
+  }
+  return text;
+}
+
+std::shared_ptr<const workload::Program> load_program(const config::ProgramConfig& entry, std::size_t index,
+                                                      std::vector<std::string>& warnings) {
+  frontend::stablehlo::Options options;
+  options.trip_counts = entry.loop_trip_counts;
+  auto modules = frontend::stablehlo::parse_file(entry.file.path, options);
+  if (!modules) {
+    Error error = modules.error();
+    if (error.code == ErrorCode::kIo) {
+      error.message = fmt::format("workload.programs[{}].file: {}", index, error.message);
+      if (!entry.missing_hint.empty()) {
+        error.notes.push_back(entry.missing_hint);
+      }
+    }
+    throw OrreryError(std::move(error));
+  }
+  auto& parsed = modules.value();
+  if (entry.module >= parsed.size()) {
+    throw OrreryError(ErrorCode::kConfig, fmt::format("workload.programs[{}].module: {} has {} modules, not {}", index,
+                                                      entry.file.path, parsed.size(), entry.module + 1));
+  }
+  for (const auto& warning : parsed[entry.module].warnings) {
+    warnings.push_back(fmt::format("{}: {}", entry.file.path, warning));
+  }
+  return parsed[entry.module].program;
+}
+
+}  // namespace
+
+RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
+  const auto start = std::chrono::steady_clock::now();
+  RunResult result;
+  system::SimulationInput input;
+  input.scenario = &scenario;
+  std::unique_ptr<compute::ComputeModel> compute_model;
+  pdes::run_collectively(communicator, [&] {
+    if (scenario.workload.programs.empty()) {
+      throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
+    }
+    compute::Hardware hardware = compute::load_hardware(scenario.hardware);
+    input.hardware = hardware.name;
+    input.memory_bandwidth = hardware.roofline.memory_bandwidth;
+    input.memory_capacity = hardware.memory_capacity;
+    result.compute.hardware = hardware.name;
+    result.compute.estimators = describe_estimators(scenario.compute);
+    compute_model = std::make_unique<compute::ComputeModel>(scenario.compute, std::move(hardware));
+    const bool single = scenario.workload.programs.size() == 1;
+    for (std::size_t i = 0; i < scenario.workload.programs.size(); ++i) {
+      const config::ProgramConfig& entry = scenario.workload.programs[i];
+      auto program = load_program(entry, i, result.warnings);
+      const std::string where = fmt::format("workload.programs[{}].ranks", i);
+      if (entry.ranks == "all" && !single) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("{}: 'all' needs a single program; give each program its ranks", where));
+      }
+      const std::uint32_t devices = entry.replicas > 0 ? entry.replicas : program->num_devices();
+      std::vector<std::uint32_t> ranks = system::parse_rank_set(entry.ranks, devices, where);
+      compute::ProgramCosts costs = compute::cost_program(*program, *compute_model, compute::CostOptions::from(scenario.compute));
+      for (const compute::OpCost& cost : costs.ops) {
+        if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
+          ++result.compute.fallbacks;
+        }
+      }
+      std::string label = entry.file.path;
+      if (entry.module > 0) {
+        label += fmt::format(" (module {})", entry.module);
+      }
+      input.programs.push_back(system::ProgramInput{program, std::move(label), std::move(ranks),
+                                                    std::make_shared<CostTableTimes>(std::move(costs)),
+                                                    entry.replicas});
+    }
+    const compute::CacheStats cache = compute_model->cache_stats();
+    result.compute.lookups = cache.lookups;
+    result.compute.hits = cache.hits;
+  });
+  result.summary = system::simulate(communicator, input);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,35 @@
+// From a scenario to a simulation: loads the hardware preset, parses every program, costs its ops
+// with the scenario's estimator rules and hands everything to system::simulate. Shared by
+// `orrery run` and `orrery sweep`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/scenario.h"
+#include "pdes/communicator.h"
+#include "system/simulation.h"
+
+namespace orrery::cli {
+
+struct ComputeStatistics {
+  std::string hardware;
+  std::string estimators;       // the rules, e.g. "roofline" or "table for gemm, else roofline"
+  std::uint64_t lookups = 0;    // estimate requests (one per op of each program)
+  std::uint64_t hits = 0;       // answered from the memo cache
+  std::uint64_t fallbacks = 0;  // ops a table or plugin could not cost and another estimator did
+};
+
+struct RunResult {
+  system::RunSummary summary;
+  ComputeStatistics compute;
+  std::vector<std::string> warnings;  // from the frontend (e.g. lenient unknown ops)
+  double wall_s = 0.0;                // set-up and simulation, this process
+};
+
+// Runs the scenario on `communicator` (every process calls it with the same scenario). Set-up
+// errors are agreed across processes (run_collectively), so they never leave a process waiting.
+RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario);
+
+}  // namespace orrery::cli

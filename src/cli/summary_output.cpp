@@ -1,0 +1,148 @@
+#include "cli/summary_output.h"
+
+#include <fmt/format.h>
+
+#include "config/scenario.h"
+#include "pdes/stats.h"
+
+namespace orrery::cli {
+namespace {
+
+std::string seconds(double s) {
+  if (s >= 1.0) {
+    return fmt::format("{:.3f} s", s);
+  }
+  if (s >= 1e-3) {
+    return fmt::format("{:.3f} ms", s * 1e3);
+  }
+  return fmt::format("{:.3f} us", s * 1e6);
+}
+
+std::string bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (b >= 1024.0 && unit < 4) {
+    b /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", b, units[unit]);
+}
+
+nlohmann::json spread(const system::Spread& s) { return {{"min", s.min}, {"mean", s.mean}, {"max", s.max}}; }
+
+nlohmann::json totals(const std::vector<system::OpTotal>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& op : list) {
+    out.push_back({{"op", op.name}, {"what", op.what}, {"executions", op.executions}, {"seconds", op.seconds}});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string summary_text(const std::string& scenario_name, const config::Scenario& scenario, const RunResult& result) {
+  const system::RunSummary& s = result.summary;
+  std::string out = fmt::format("Orrery run: {}\n", scenario_name);
+  out += fmt::format("  hardware   {} x {} ranks ({})\n", result.compute.hardware, s.ranks, result.compute.estimators);
+  out += fmt::format("  network    {}; {} model\n", s.topology, s.network_model);
+  out += fmt::format("\nstep time    {}", seconds(s.step_time_s));
+  if (s.steps > 1) {
+    out += fmt::format("  (steady state over {} steps; first step {})", s.steps, seconds(s.first_step_s));
+  }
+  out += "\n\nper rank, per step      min          mean         max\n";
+  auto row = [&](const char* name, const system::Spread& x) {
+    out += fmt::format("  {:<20} {:>12} {:>12} {:>12}\n", name, seconds(x.min), seconds(x.mean), seconds(x.max));
+  };
+  row("compute", s.compute_s);
+  row("communication", s.comm_s);
+  row("exposed comm", s.exposed_comm_s);
+  row("idle", s.idle_s);
+  if (!s.top_ops.empty()) {
+    out += "\ntop compute ops (per rank per step)\n";
+    for (const auto& op : s.top_ops) {
+      out += fmt::format("  {:>12}  x{:<4g} {}\n", seconds(op.seconds), op.executions, op.name);
+    }
+  }
+  if (!s.top_collectives.empty()) {
+    out += "\ntop collectives (per rank per step, issue to completion)\n";
+    for (const auto& op : s.top_collectives) {
+      out += fmt::format("  {:>12}  x{:<6g} {}  {}\n", seconds(op.seconds), op.executions, op.what, op.name);
+    }
+  }
+  if (!s.algorithms.empty()) {
+    out += "\ncollective algorithms: ";
+    for (std::size_t i = 0; i < s.algorithms.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + s.algorithms[i];
+    }
+    out += "\n";
+  }
+  out += fmt::format("network: {} transfers, {}\n", s.transfers, bytes(static_cast<double>(s.transfer_bytes)));
+  for (const auto& memory : s.memory) {
+    out += fmt::format("memory: {} peak {} per device ({} arguments) of {}\n", memory.program,
+                       bytes(static_cast<double>(memory.peak)), bytes(static_cast<double>(memory.arguments)),
+                       bytes(static_cast<double>(memory.capacity)));
+  }
+  const auto& compute = result.compute;
+  out += fmt::format("compute costing: {} estimates, {:.1f}% from the cache, {} fallbacks\n", compute.lookups,
+                     compute.lookups > 0 ? 100.0 * static_cast<double>(compute.hits) / static_cast<double>(compute.lookups) : 0.0,
+                     compute.fallbacks);
+  out += fmt::format("engine: {} events, {} windows ({:.4g} per simulated second), {} processes, {}\n",
+                     s.engine.events, s.engine.windows, s.engine.windows_per_simulated_second(),
+                     s.engine.processes.size(), s.partition);
+  out += fmt::format("wall time: {:.3f} s ({:.3f} s simulating)\n", result.wall_s, s.engine.wall_seconds);
+  for (const auto& warning : result.warnings) {
+    out += "warning: " + warning + "\n";
+  }
+  for (const auto& warning : s.warnings) {
+    out += "warning: " + warning + "\n";
+  }
+  (void)scenario;
+  return out;
+}
+
+nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& result) {
+  const system::RunSummary& s = result.summary;
+  nlohmann::json memory = nlohmann::json::array();
+  for (const auto& m : s.memory) {
+    memory.push_back({{"program", m.program}, {"arguments_bytes", m.arguments}, {"peak_bytes", m.peak},
+                      {"capacity_bytes", m.capacity}, {"fits", m.fits}});
+  }
+  nlohmann::json warnings = result.warnings;
+  for (const auto& warning : s.warnings) {
+    warnings.push_back(warning);
+  }
+  return {{"step_time_s", s.step_time_s},
+          {"first_step_s", s.first_step_s},
+          {"steady_step_s", s.steady_step_s},
+          {"steps", s.steps},
+          {"step_end_s", s.step_end_s},
+          {"ranks", s.ranks},
+          {"compute_s", s.compute_s.mean},
+          {"comm_s", s.comm_s.mean},
+          {"exposed_comm_s", s.exposed_comm_s.mean},
+          {"idle_s", s.idle_s.mean},
+          {"per_rank", {{"compute_s", spread(s.compute_s)},
+                        {"comm_s", spread(s.comm_s)},
+                        {"exposed_comm_s", spread(s.exposed_comm_s)},
+                        {"idle_s", spread(s.idle_s)}}},
+          {"top_ops", totals(s.top_ops)},
+          {"top_collectives", totals(s.top_collectives)},
+          {"collective_algorithms", s.algorithms},
+          {"network", {{"topology", s.topology}, {"model", s.network_model}, {"transfers", s.transfers},
+                       {"bytes", s.transfer_bytes}}},
+          {"memory", memory},
+          {"compute", {{"hardware", result.compute.hardware}, {"estimators", result.compute.estimators},
+                       {"estimates", result.compute.lookups}, {"cache_hits", result.compute.hits},
+                       {"fallbacks", result.compute.fallbacks}}},
+          {"events", s.engine.events},
+          {"windows", s.engine.windows},
+          {"windows_per_simulated_s", s.engine.windows_per_simulated_second()},
+          {"processes", s.engine.processes.size()},
+          {"partition", s.partition},
+          {"simulate_wall_s", s.engine.wall_seconds},
+          {"wall_s", result.wall_s},
+          {"warnings", warnings},
+          {"scenario", config::scenario_to_yaml(scenario)}};
+}
+
+}  // namespace orrery::cli

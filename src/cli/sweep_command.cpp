@@ -1,0 +1,169 @@
+// `orrery sweep SCENARIO --vary key=v1,v2,... [--vary ...] [--set k=v]... --out results.csv`: the
+// design-space loop. Points are the cartesian product of the --vary lists (the first --vary
+// changes slowest). Under mpirun the processes split into min(processes, points) groups, each with
+// its own communicator; group g runs points g, g + groups, ... one after another. The CSV has one
+// row per point in point order, whatever the process count; a point that fails records its error.
+#include <mpi.h>
+
+#include <fmt/format.h>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "cli/mpi_command.h"
+#include "cli/scenario_runner.h"
+#include "config/scenario.h"
+#include "pdes/mpi_communicator.h"
+
+namespace orrery::cli {
+namespace {
+
+struct Axis {
+  std::string key;
+  std::vector<std::string> values;
+};
+
+Axis parse_vary(const std::string& text) {
+  const auto equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
+    throw OrreryError(ErrorCode::kConfig, fmt::format("--vary {}: expected key=value1,value2,...", text));
+  }
+  Axis axis{text.substr(0, equals), {}};
+  std::string rest = text.substr(equals + 1);
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const auto comma = rest.find(',', start);
+    const std::string value = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (value.empty()) {
+      throw OrreryError(ErrorCode::kConfig, fmt::format("--vary {}: empty value", text));
+    }
+    axis.values.push_back(value);
+    if (comma == std::string::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return axis;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) {
+    return text;
+  }
+  std::string quoted = "\"";
+  for (const char c : text) {
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  }
+  return quoted + "\"";
+}
+
+}  // namespace
+
+Action register_sweep(CLI::App& app, const GlobalOptions& global) {
+  struct Arguments {
+    std::string scenario;
+    std::vector<std::string> vary;
+    std::vector<std::string> overrides;
+    std::string out;
+  };
+  auto arguments = std::make_shared<Arguments>();
+  auto* command = app.add_subcommand("sweep", "Run a scenario at every point of a design space; write one CSV row per point.");
+  command->add_option("scenario", arguments->scenario, "Scenario file (YAML)")->required();
+  command->add_option("--vary", arguments->vary, "key=v1,v2,...: a dimension of the design space (repeatable)")
+      ->required();
+  command->add_option("--set", arguments->overrides, "Override a scenario key for every point (repeatable)");
+  command->add_option("--out", arguments->out, "CSV file to write")->required();
+
+  return [arguments, &global]() {
+    return run_with_mpi(global, [&](pdes::Communicator& world) {
+      std::vector<Axis> axes;
+      std::size_t points = 1;
+      pdes::run_collectively(world, [&] {
+        for (const std::string& vary : arguments->vary) {
+          axes.push_back(parse_vary(vary));
+          points *= axes.back().values.size();
+        }
+        // Every point's scenario must load: report bad values before running anything.
+        for (std::size_t point = 0; point < points; ++point) {
+          std::vector<std::string> overrides = arguments->overrides;
+          std::size_t rest = point;
+          for (std::size_t a = axes.size(); a-- > 0;) {
+            overrides.push_back(axes[a].key + "=" + axes[a].values[rest % axes[a].values.size()]);
+            rest /= axes[a].values.size();
+          }
+          (void)config::load_scenario(arguments->scenario, overrides);
+        }
+      });
+      const auto groups = static_cast<int>(std::min<std::size_t>(world.size(), points));
+      const int color = static_cast<int>(world.rank()) % groups;
+      MPI_Comm group_comm = MPI_COMM_NULL;
+      MPI_Comm_split(MPI_COMM_WORLD, color, static_cast<int>(world.rank()), &group_comm);
+      pdes::MpiCommunicator group(group_comm);
+
+      std::string rows;  // this group's rows, "point\tline\n"
+      for (std::size_t point = static_cast<std::size_t>(color); point < points; point += static_cast<std::size_t>(groups)) {
+        std::vector<std::string> overrides = arguments->overrides;
+        std::vector<std::string> values(axes.size());
+        std::size_t rest = point;
+        for (std::size_t a = axes.size(); a-- > 0;) {
+          values[a] = axes[a].values[rest % axes[a].values.size()];
+          overrides.push_back(axes[a].key + "=" + values[a]);
+          rest /= axes[a].values.size();
+        }
+        std::string line = std::to_string(point);
+        for (const auto& value : values) {
+          line += "," + csv_field(value);
+        }
+        try {
+          const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
+          const RunResult result = run_scenario(group, scenario);
+          const auto& s = result.summary;
+          line += fmt::format(",{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{:.3f},", s.step_time_s, s.first_step_s,
+                              s.compute_s.mean, s.comm_s.mean, s.exposed_comm_s.mean, s.idle_s.mean, s.ranks,
+                              s.engine.events, result.wall_s);
+        } catch (const OrreryError& error) {
+          line += ",,,,,,,,,," + csv_field(error.error().message);
+        }
+        rows += std::to_string(point) + "\t" + line + "\n";
+      }
+      // Group leaders' rows go to process 0, which writes them in point order.
+      pdes::ByteBuffer mine;
+      if (group.rank() == 0) {
+        const auto* data = reinterpret_cast<const std::byte*>(rows.data());
+        mine.assign(data, data + rows.size());
+      }
+      const auto all = world.allgather(mine);
+      MPI_Comm_free(&group_comm);
+      if (world.rank() != 0) {
+        return 0;
+      }
+      std::vector<std::pair<std::size_t, std::string>> ordered;
+      for (const auto& buffer : all) {
+        const std::string text(reinterpret_cast<const char*>(buffer.data()), buffer.size());
+        std::size_t start = 0;
+        while (start < text.size()) {
+          const auto tab = text.find('\t', start);
+          const auto newline = text.find('\n', tab);
+          ordered.emplace_back(std::stoull(text.substr(start, tab - start)), text.substr(tab + 1, newline - tab - 1));
+          start = newline + 1;
+        }
+      }
+      std::sort(ordered.begin(), ordered.end());
+      std::ofstream out(arguments->out);
+      out << "point";
+      for (const auto& axis : axes) {
+        out << "," << csv_field(axis.key);
+      }
+      out << ",step_time_s,first_step_s,compute_s,comm_s,exposed_comm_s,idle_s,ranks,events,wall_s,error\n";
+      for (const auto& [point, line] : ordered) {
+        out << line << "\n";
+      }
+      if (!out) {
+        throw OrreryError(ErrorCode::kIo, fmt::format("cannot write '{}'", arguments->out));
+      }
+      std::printf("sweep: %zu points written to %s\n", points, arguments->out.c_str());
+      return 0;
+    });
+  };
+}
+
+}  // namespace orrery::cli

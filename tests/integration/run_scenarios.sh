@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# orrery run and sweep end to end: the default scenario's summary has the documented fields, is
+# identical for mpirun -np 1 and -np 2 (wall times aside), a sweep writes the same CSV for any
+# process count, and bad input fails clearly.
+set -uo pipefail
+orrery=$1
+mpirun=$2
+root=$3
+source "$(dirname "$0")/expect.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+scenario=$root/configs/scenarios/default.yaml
+
+# Same scenario, short: fewer chunks keep the test quick.
+"$orrery" --log-level warn run "$scenario" --summary-json "$work/one.json" > "$work/one.txt" || { echo "FAIL default run"; cat "$work/one.txt"; exit 1; }
+timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn run "$scenario" --summary-json "$work/two.json" > /dev/null || { echo "FAIL -np 2 run"; exit 1; }
+/usr/bin/python3 - "$work/one.json" "$work/two.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+for key in ["step_time_s", "ranks", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "wall_s"]:
+    assert key in one, f"summary lacks {key}"
+assert one["ranks"] == 4 and one["step_time_s"] > 0 and one["compute_s"] > 0, one
+assert one["compute_s"] <= one["step_time_s"] * 1.000001
+assert two["processes"] == 2 and one["processes"] == 1
+for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+    one.pop(key); two.pop(key)
+assert one == two, "summary differs between -np 1 and -np 2"
+print("ok   default scenario: same summary for -np 1 and -np 2, step", one["step_time_s"])
+PY
+grep -q "step time" "$work/one.txt" || { echo "FAIL text summary"; failures=$((failures + 1)); }
+
+# sweep: 2 x 2 points, CSV identical for 1 and 2 processes (wall_s aside).
+"$orrery" --log-level warn sweep "$scenario" --vary hardware=A100_40GB,H100 --vary network.model=analytical,flow \
+  --out "$work/sweep1.csv" > /dev/null || { echo "FAIL sweep"; exit 1; }
+timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn sweep "$scenario" --vary hardware=A100_40GB,H100 \
+  --vary network.model=analytical,flow --out "$work/sweep2.csv" > /dev/null || { echo "FAIL sweep -np 2"; exit 1; }
+/usr/bin/python3 - "$work/sweep1.csv" "$work/sweep2.csv" <<'PY' || failures=$((failures + 1))
+import csv, sys
+a, b = ([dict(r) for r in csv.DictReader(open(p))] for p in sys.argv[1:3])
+assert len(a) == 4, a
+for row in a + b:
+    row.pop("wall_s")
+assert a == b, "sweep CSV differs between 1 and 2 processes"
+assert all(r["error"] == "" for r in a), a
+h100 = [float(r["step_time_s"]) for r in a if r["hardware"] == "H100"]
+a100 = [float(r["step_time_s"]) for r in a if r["hardware"] == "A100_40GB"]
+assert max(h100) < min(a100), "H100 should be faster than A100"
+print("ok   sweep: 4 points, same CSV for 1 and 2 processes")
+PY
+
+expect bad_key 2 "system.scale_up.bandwith_GBps: unknown key" -- "$orrery" run "$scenario" --set system.scale_up.bandwith_GBps=1
+expect missing_scenario 2 "cannot read '/nonexistent.yaml'" -- "$orrery" run /nonexistent.yaml
+expect missing_program 2 "workload.programs[0].file" -- "$orrery" run "$scenario" --set workload.programs.0.file=/nonexistent.mlir
+expect missing_hint 2 "carries no licence" -- "$orrery" run "$root/configs/scenarios/llama3-100m-4gpu.yaml" --set workload.programs.0.file=/nonexistent.mlir
+expect wrong_ranks 2 "runs on 4 devices" -- "$orrery" run "$scenario" --set workload.programs.0.ranks=0-1
+expect no_hardware 2 "unknown hardware preset" -- "$orrery" run "$scenario" --set hardware=Z100
+expect forced_algorithm 2 "all_reduce is forced to in_switch but system.scale_up.in_switch_reduction is false" -- "$orrery" run "$scenario" --set system.collectives.all_reduce=in_switch
+expect rescaled 0 "x 6 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=6 --set network.topology='{kind: none}' --set system.devices_per_node=6
+expect rescaled_wrong_ranks 2 "is rescaled to 6 replicas but is given 4 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=6 --set workload.programs.0.ranks=0-3 --set network.topology='{kind: none}' --set system.devices_per_node=6
+expect mpi_bad_key 2 "unknown key" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set system.bogus=1
+expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
+expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
+
+[[ ${failures:-0} -eq 0 ]] && echo OK
+exit "${failures:-0}"
