@@ -233,8 +233,9 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command->add_option("--plugin", options->costing.plugin, "With --estimator plugin: the plugin library or executable");
-  command->add_flag("--fuse-elementwise", options->costing.fuse_elementwise,
-                    "With --cost: fuse chains of elementwise ops into their producer's kernel");
+  command->add_option("--fusion", options->costing.fusion,
+                      "With --cost: how ops become kernels: none, elementwise or regions (default, as a "
+                      "scenario's compute.fusion)");
   command->add_option("--f32-matmul", options->costing.f32_matmul,
                       "With --cost: what f32 matmuls of DEFAULT precision run in: tf32 (default) or f32");
   return [options, &global]() {

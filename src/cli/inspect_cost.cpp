@@ -31,7 +31,12 @@ config::ComputeConfig compute_config(const InspectCostOptions& options) {
     throw OrreryError(ErrorCode::kConfig, "--f32-matmul: expected tf32 or f32, got '" + options.f32_matmul + "'");
   }
   config.f32_matmul = *f32;
-  config.fuse_elementwise = options.fuse_elementwise;
+  const auto fusion = config::enum_from_string<config::FusionMode>(options.fusion);
+  if (!fusion) {
+    throw OrreryError(ErrorCode::kConfig,
+                      "--fusion: expected none, elementwise or regions, got '" + options.fusion + "'");
+  }
+  config.fusion = *fusion;
   config::Problems problems;
   static_cast<const config::EstimatorChoice&>(config).validate(problems);
   if (!problems.items().empty()) {
@@ -171,7 +176,7 @@ int print_costs(const std::string& file, const std::vector<frontend::stablehlo::
     const nlohmann::json settings = {{"hardware", hardware_name},
                                      {"hardware_source", hardware_source},
                                      {"estimator", options.estimator},
-                                     {"fuse_elementwise", options.fuse_elementwise},
+                                     {"fusion", options.fusion},
                                      {"f32_matmul", options.f32_matmul}};
     nlohmann::json out;
     if (costs.size() == 1) {
@@ -187,9 +192,8 @@ int print_costs(const std::string& file, const std::vector<frontend::stablehlo::
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
-  std::printf("%s: %zu module(s); hardware %s (%s), estimator %s%s\n", file.c_str(), modules.size(),
-              hardware_name.c_str(), hardware_source.c_str(), options.estimator.c_str(),
-              options.fuse_elementwise ? ", elementwise chains fused into their producers" : "");
+  std::printf("%s: %zu module(s); hardware %s (%s), estimator %s, fusion %s\n", file.c_str(), modules.size(),
+              hardware_name.c_str(), hardware_source.c_str(), options.estimator.c_str(), options.fusion.c_str());
   for (const ModuleCost& m : costs) {
     print_text(m, costs.size());
   }

@@ -16,7 +16,7 @@ struct InspectCostOptions {
   std::vector<std::string> tables;    // --table, for the table estimator
   std::string plugin;                 // --plugin, for the plugin estimator
   std::string f32_matmul = "tf32";
-  bool fuse_elementwise = false;
+  std::string fusion = "regions";     // --fusion: none, elementwise or regions (the scenario default)
 };
 
 // Prints the cost report of every module (text, or one JSON object with --json). Throws

@@ -20,6 +20,12 @@ class CostTableTimes final : public system::OpTimes {
     return costs_.ops[op].role == compute::CostRole::kCompute;
   }
   [[nodiscard]] SimTime time(workload::OpId op) const override { return costs_.ops[op].time; }
+  [[nodiscard]] workload::OpId kernel_of(workload::OpId op) const override { return costs_.ops[op].fused_into; }
+  [[nodiscard]] std::string kernel_label(workload::OpId op) const override {
+    const compute::OpCost& c = costs_.ops[op];
+    return c.fused_ops == 0 ? std::string()
+                            : fmt::format("fusion of {} ops ({})", c.fused_ops + 1, config::enum_to_string(c.op_class));
+  }
   [[nodiscard]] const compute::ProgramCosts& costs() const { return costs_; }
 
  private:

@@ -60,7 +60,9 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   if (!s.top_ops.empty()) {
     out += "\ntop compute ops (per rank per step)\n";
     for (const auto& op : s.top_ops) {
-      out += fmt::format("  {:>12}  x{:<4g} {}\n", seconds(op.seconds), op.executions, op.name);
+      const bool fused = op.what.starts_with("fusion");
+      out += fmt::format("  {:>12}  x{:<4g} {}{}{}\n", seconds(op.seconds), op.executions, op.name, fused ? ": " : "",
+                         fused ? op.what : "");
     }
   }
   if (!s.top_collectives.empty()) {

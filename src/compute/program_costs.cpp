@@ -1,6 +1,7 @@
 #include "compute/program_costs.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <utility>
 
@@ -18,7 +19,7 @@ using workload::RegionId;
 
 CostOptions CostOptions::from(const config::ComputeConfig& config) {
   CostOptions options;
-  options.fuse_elementwise = config.fuse_elementwise;
+  options.fusion = config.fusion;
   options.counting.f32_matmul = config.f32_matmul == config::F32MatmulPrecision::kF32 ? F32Matmul::kF32 : F32Matmul::kTf32;
   return options;
 }
@@ -72,8 +73,10 @@ class ProgramCoster {
         costs_.ops[id].role = roles_[id];
       }
     }
-    if (options_.fuse_elementwise) {
+    if (options_.fusion == config::FusionMode::kElementwise) {
       find_elementwise_chains();
+    } else if (options_.fusion == config::FusionMode::kRegions) {
+      find_regions();
     }
     for (OpId id = 0; id < p_.op_count(); ++id) {
       cost_op(id);
@@ -141,6 +144,377 @@ class ProgramCoster {
     }
   }
 
+  // --- region fusion (kRegions) ------------------------------------------------------------------
+
+  static bool fusible_kind(OpKind kind) {
+    switch (workload::op_category(kind)) {
+      case workload::OpCategory::kElementwise: return true;
+      case workload::OpCategory::kConstant: return kind == OpKind::kIota || kind == OpKind::kDynamicIota;
+      case workload::OpCategory::kReduction: return kind == OpKind::kReduce || kind == OpKind::kReduceWindow;
+      case workload::OpCategory::kDataMovement:
+        switch (kind) {
+          case OpKind::kBroadcast:
+          case OpKind::kBroadcastInDim:
+          case OpKind::kDynamicBroadcastInDim:
+          case OpKind::kConcatenate:
+          case OpKind::kCopy:
+          case OpKind::kPad:
+          case OpKind::kReverse:
+          case OpKind::kSlice:
+          case OpKind::kDynamicSlice:
+          case OpKind::kTranspose:
+          case OpKind::kReshape:
+          case OpKind::kDynamicReshape: return true;
+          default: return false;  // gather, scatter, dynamic_update_slice (in place), sort: own kernels
+        }
+      default: return false;  // contractions, custom calls, collectives, control flow: barriers
+    }
+  }
+
+  std::uint32_t find_set(std::uint32_t region) {
+    while (region_parent_[region] != region) {
+      region_parent_[region] = region_parent_[region_parent_[region]];
+      region = region_parent_[region];
+    }
+    return region;
+  }
+
+  // The region a value belongs to (as a member's result or a rename of one), or kNoRegion.
+  std::uint32_t region_of(workload::ValueRef v) {
+    if (!v.is_op_result() || region_[v.op()] == kNoRegion) {
+      return kNoRegion;
+    }
+    return find_set(region_[v.op()]);
+  }
+
+  // The op of `block` that `user` is, or is nested in; kNoId when `user` is outside the block.
+  OpId ancestor_in(OpId user, BlockId block) const {
+    while (p_.op(user).block != block) {
+      const OpId parent = p_.region(p_.block(p_.op(user).block).region).parent;
+      if (parent == workload::kNoId) {
+        return workload::kNoId;
+      }
+      user = parent;
+    }
+    return user;
+  }
+
+  // Regions: each block in program order. A fusible compute op joins (and merges) the open regions
+  // its operands come from and the open regions that read the same (large enough) value, or
+  // starts a region; it cannot join a region whose reduction result it uses (a reduction's result
+  // leaves its kernel). Any use of a region's value from outside it -- by a barrier, a control-flow
+  // op or its regions, the terminator, a fusible op of another region -- closes the region. A single-operand free data-movement op (a
+  // reshape) of an open region's value renames it inside the region.
+  void find_regions() {
+    region_.assign(p_.op_count(), kNoRegion);
+    is_member_.assign(p_.op_count(), false);
+    // Uses of each op's values by ops of other blocks (nested regions): attributed to the user's
+    // ancestor in the producer's block.
+    std::vector<std::vector<OpId>> nested_users(p_.op_count());
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      for (const workload::ValueRef v : p_.operands(p_.op(id))) {
+        if (v.is_op_result() && p_.op(v.op()).block != p_.op(id).block) {
+          const OpId ancestor = ancestor_in(id, p_.op(v.op()).block);
+          if (ancestor != workload::kNoId) {
+            nested_users[ancestor].push_back(v.op());
+          }
+        }
+      }
+    }
+    for (BlockId block = 0; block < p_.block_count(); ++block) {
+      for (const OpId id : p_.ops(p_.block(block))) {
+        form_region(id, nested_users[id]);
+      }
+    }
+    // Kernels: each region of two or more members runs at its last member (program order).
+    std::vector<OpId> root(region_parent_.size(), workload::kNoId);
+    std::vector<std::uint32_t> size(region_parent_.size(), 0);
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      if (is_member_[id]) {
+        const std::uint32_t r = find_set(region_[id]);
+        root[r] = root[r] == workload::kNoId ? id : std::max(root[r], id);
+        ++size[r];
+      }
+    }
+    members_.resize(p_.op_count());
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      if (region_[id] == kNoRegion) {
+        continue;
+      }
+      const std::uint32_t r = find_set(region_[id]);
+      if (size[r] < 2 || id == root[r]) {
+        continue;
+      }
+      costs_.ops[id].fused_into = root[r];
+      if (is_member_[id]) {
+        costs_.ops[id].role = CostRole::kFused;
+        members_[root[r]].push_back(id);
+      }
+    }
+  }
+
+  void form_region(OpId id, const std::vector<OpId>& nested_uses) {
+    const Op& op = p_.op(id);
+    const auto close_uses = [&] {
+      for (const workload::ValueRef v : p_.operands(op)) {
+        if (const std::uint32_t r = region_of(v); r != kNoRegion) {
+          region_open_[r] = false;
+        }
+      }
+      for (const OpId producer : nested_uses) {
+        if (region_[producer] != kNoRegion) {
+          region_open_[find_set(region_[producer])] = false;
+        }
+      }
+    };
+    const CostRole role = costs_.ops[id].role;
+    if (role == CostRole::kCompute && fusible_kind(op.kind) && nested_uses.empty()) {
+      // Regions whose reduction results the op uses: it cannot join them (a reduction's result
+      // leaves its kernel), and, as a user from outside, closes them.
+      std::vector<std::uint32_t> after_reduction;
+      for (const workload::ValueRef v : p_.operands(op)) {
+        const std::uint32_t r = region_of(v);
+        const OpKind producer = v.is_op_result() ? p_.op(v.op()).kind : OpKind::kConstant;
+        if (r != kNoRegion && (producer == OpKind::kReduce || producer == OpKind::kReduceWindow)) {
+          after_reduction.push_back(r);
+        }
+      }
+      const auto allowed = [&](std::uint32_t r) {
+        return r != kNoRegion && region_open_[r] &&
+               std::find(after_reduction.begin(), after_reduction.end(), r) == after_reduction.end();
+      };
+      std::uint32_t joined = kNoRegion;
+      const auto join = [&](std::uint32_t r) {
+        if (!allowed(r) || r == joined) {
+          return;
+        }
+        if (joined == kNoRegion) {
+          joined = r;
+        } else {
+          region_parent_[r] = joined;  // merge: both open, so neither depends on the other
+        }
+      };
+      std::uint8_t flags = 0;
+      const auto results = p_.result_types(op);
+      const std::uint64_t result_bytes = results.empty() ? 0 : counter_.type_bytes(results[0], flags);
+      for (const workload::ValueRef v : p_.operands(op)) {
+        join(region_of(v));  // producer-consumer fusion
+        // Sibling (multi-output) fusion: an open kernel that reads the same value, when that value
+        // is at least as large as this op's result (reading it once saves at least as much).
+        if (!v.is_op_result() || region_of(v) == kNoRegion) {
+          const auto reader = readers_.find(value_key(v));
+          const bool constant = v.is_op_result() && p_.op(v.op()).kind == OpKind::kConstant;
+          if (reader != readers_.end() && !constant && counter_.value_bytes(v, flags) >= result_bytes) {
+            join(find_set(reader->second));
+          }
+        }
+      }
+      for (const std::uint32_t r : after_reduction) {
+        region_open_[r] = false;
+      }
+      if (joined == kNoRegion) {
+        joined = static_cast<std::uint32_t>(region_parent_.size());
+        region_parent_.push_back(joined);
+        region_open_.push_back(true);
+      }
+      region_[id] = joined;
+      is_member_[id] = true;
+      for (const workload::ValueRef v : p_.operands(op)) {
+        if (region_of(v) != joined) {
+          readers_[value_key(v)] = joined;
+        }
+      }
+      return;
+    }
+    const auto operands = p_.operands(op);
+    if (role == CostRole::kFree && operands.size() == 1 && p_.result_types(op).size() == 1 && nested_uses.empty() &&
+        workload::op_category(op.kind) == workload::OpCategory::kDataMovement) {
+      const std::uint32_t r = region_of(operands[0]);
+      if (r != kNoRegion && region_open_[r]) {
+        region_[id] = r;  // a rename inside the region
+        return;
+      }
+    }
+    close_uses();
+  }
+
+  // A kernel of the regions mode (one op or several): the members' FLOPs; each value from outside
+  // read once (a slice reads only what it selects), or recomputed from its own inputs when its
+  // producer is cheap (duplicable); the values used outside the kernel written once.
+  void fuse_region(OpId root, OpSignature& signature, std::uint8_t& flags) {
+    const auto inside = [&](OpId op) { return op == root || costs_.ops[op].fused_into == root; };
+    std::unordered_map<std::uint64_t, std::uint64_t> reads;
+    std::uint64_t written = 0;
+    double flops = 0.0;
+    std::uint64_t elements = 0;
+    bool reduction = false;
+    bool transcendental = false;
+    bool computes = false;
+    bool duplicated = false;
+    std::vector<OpId> recomputed;  // duplicated producers, each counted once
+    // Reads value `v` (the operand of a member, of which `selected` bytes are needed), or the
+    // inputs of its producer when the kernel recomputes it.
+    std::function<void(workload::ValueRef, std::uint64_t, bool)> read_value = [&](workload::ValueRef v,
+                                                                                   std::uint64_t selected,
+                                                                                   bool recompute) {
+      if (recompute && v.is_op_result() && duplicable(v.op())) {
+        if (std::find(recomputed.begin(), recomputed.end(), v.op()) == recomputed.end()) {
+          recomputed.push_back(v.op());
+          duplicated = true;
+          counter_.count(v.op(), dup_count_);
+          flags |= dup_count_.flags;
+          flops += dup_count_.signature.flops.value;
+          for (const workload::ValueRef input : p_.operands(p_.op(v.op()))) {
+            read_value(input, counter_.value_bytes(input, flags), true);
+          }
+        }
+        return;
+      }
+      std::uint64_t& read = reads[value_key(v)];
+      read = std::max(read, selected);
+    };
+    const auto add_member = [&](OpId member, const OpCount& count) {
+      flags |= count.flags;
+      flops += count.signature.flops.value;
+      elements = std::max(elements, count.signature.elements);
+      const Op& op = p_.op(member);
+      switch (count.signature.op_class) {
+        case OpClass::kReduction: reduction = true; break;
+        case OpClass::kTranscendental: transcendental = true; break;
+        case OpClass::kElementwise: computes = true; break;
+        default: break;
+      }
+      const auto operands = p_.operands(op);
+      for (std::size_t i = 0; i < operands.size(); ++i) {
+        const workload::ValueRef v = operands[i];
+        if (v.is_op_result() && inside(v.op())) {
+          continue;
+        }
+        std::uint64_t bytes = counter_.value_bytes(v, flags);
+        if (i == 0 && (op.kind == OpKind::kSlice || op.kind == OpKind::kDynamicSlice)) {
+          bytes = std::min(bytes, count.signature.bytes_written.count);  // only the selection
+          read_value(v, bytes, false);                                   // a slice is not recomputed
+          continue;
+        }
+        read_value(v, bytes, true);
+      }
+      const auto results = p_.result_types(op);
+      for (std::uint32_t r = 0; r < results.size(); ++r) {
+        if (escapes(workload::ValueRef::op_result(member, r), root)) {
+          written += counter_.type_bytes(results[r], flags);
+        }
+      }
+    };
+    add_member(root, count_);
+    for (const OpId member : members_[root]) {
+      counter_.count(member, member_count_);
+      add_member(member, member_count_);
+    }
+    std::uint64_t read = 0;
+    for (const auto& [key, bytes] : reads) {
+      read += bytes;
+    }
+    signature.flops = Flops{flops};
+    signature.bytes_read = Bytes{read};
+    signature.bytes_written = Bytes{written};
+    if (members_[root].empty() && !duplicated) {
+      return;  // one op, nothing recomputed: its own kind and class
+    }
+    signature.kind.assign("fusion");
+    signature.gemm = GemmShape{};
+    signature.conv = ConvShape{};
+    signature.row_length = 0;
+    signature.elements = elements;
+    signature.op_class = reduction        ? OpClass::kReduction
+                         : transcendental ? OpClass::kTranscendental
+                         : computes       ? OpClass::kElementwise
+                                          : OpClass::kDataMovement;
+  }
+
+  // Producer duplication (XLA fuses a cheap producer into each consumer rather than materialise
+  // it): a fused op without transcendental math -- elementwise, convert, broadcast, iota -- that
+  // reads no more bytes than it writes, so recomputing it never moves more data than reading its
+  // result, and whose operands are materialised (from outside its kernel) or duplicable too.
+  bool duplicable(OpId id) {
+    if (region_.empty() || region_[id] == kNoRegion || !is_member_[id]) {
+      return false;
+    }
+    if (duplicable_.empty()) {
+      duplicable_.assign(p_.op_count(), 0);
+    }
+    if (duplicable_[id] != 0) {
+      return duplicable_[id] == 1;
+    }
+    duplicable_[id] = 2;  // while deciding (the graph is acyclic: never consulted)
+    const Op& op = p_.op(id);
+    bool cheap = false;
+    switch (op.kind) {
+      case OpKind::kBroadcast:
+      case OpKind::kBroadcastInDim:
+      case OpKind::kIota: cheap = true; break;
+      default:
+        cheap = workload::op_category(op.kind) == workload::OpCategory::kElementwise;
+        break;
+    }
+    if (cheap) {
+      counter_.count(id, dup_count_);
+      cheap = dup_count_.signature.op_class != OpClass::kTranscendental && p_.result_types(op).size() == 1 &&
+              dup_count_.signature.bytes_read.count <= dup_count_.signature.bytes_written.count;
+    }
+    const std::uint32_t region = find_set(region_[id]);
+    for (const workload::ValueRef v : p_.operands(op)) {
+      if (!cheap) {
+        break;
+      }
+      if (v.is_op_result() && region_[v.op()] != kNoRegion && find_set(region_[v.op()]) == region) {
+        cheap = duplicable(v.op());  // a value of its own kernel: materialised only if it escapes
+      }
+    }
+    duplicable_[id] = cheap ? 1 : 2;
+    return cheap;
+  }
+
+  static std::uint64_t value_key(workload::ValueRef v) {
+    return v.is_op_result() ? (static_cast<std::uint64_t>(v.op()) << 32) | v.index()
+                            : (1ULL << 63) | (static_cast<std::uint64_t>(v.block()) << 32) | v.index();
+  }
+
+  // Whether a value of kernel `root` is used outside it (directly or through renames).
+  bool escapes(workload::ValueRef value, OpId root) {
+    if (users_.empty()) {
+      users_.resize(p_.op_count());
+      for (OpId id = 0; id < p_.op_count(); ++id) {
+        for (const workload::ValueRef v : p_.operands(p_.op(id))) {
+          if (v.is_op_result()) {
+            users_[v.op()].push_back({v.index(), id});
+          }
+        }
+      }
+    }
+    for (const auto& [index, user] : users_[value.op()]) {
+      if (index != value.index()) {
+        continue;
+      }
+      const OpCost& cost = costs_.ops[user];
+      const bool in_kernel = user == root || cost.fused_into == root;
+      if (!in_kernel) {
+        // A fused kernel recomputes a duplicable producer instead of reading its result (unless
+        // it only slices it).
+        const Op& u = p_.op(user);
+        const bool recomputes = is_member_[user] && duplicable(value.op()) && u.kind != OpKind::kSlice &&
+                                u.kind != OpKind::kDynamicSlice;
+        if (!recomputes) {
+          return true;
+        }
+        continue;
+      }
+      if (cost.role == CostRole::kFree && escapes(workload::ValueRef::op_result(user, 0), root)) {
+        return true;  // a rename used outside
+      }
+    }
+    return false;
+  }
+
   void cost_op(OpId id) {
     OpCost& cost = costs_.ops[id];
     if (cost.role == CostRole::kFused) {
@@ -164,7 +538,18 @@ class ProgramCoster {
     }
     counter_.count(id, count_);
     std::uint8_t flags = count_.flags;
-    if (!members_.empty() && !members_[id].empty()) {
+    if (!members_.empty()) {
+      cost.fused_ops = static_cast<std::uint32_t>(members_[id].size());
+    }
+    if (options_.fusion == config::FusionMode::kRegions && is_member_[id]) {
+      fuse_region(id, count_.signature, flags);
+      if (count_.signature.bytes_written.count == 0) {
+        // Every consumer recomputes this kernel's results (or none uses them): it never runs.
+        cost.role = CostRole::kFree;
+        cost.flags = flags;
+        return;
+      }
+    } else if (!members_.empty() && !members_[id].empty()) {
       fuse_members(id, count_.signature, flags);
     }
     const OpSignature& signature = count_.signature;
@@ -231,7 +616,17 @@ class ProgramCoster {
   OpCounter counter_;
   ProgramCosts costs_;
   std::vector<CostRole> roles_;                   // the counting layer's role of each op
-  std::vector<std::vector<OpId>> members_;        // fused elementwise ops, by root
+  std::vector<std::vector<OpId>> members_;        // ops fused into each kernel, by kernel op
+  // kRegions: each op's region (union-find over region ids), members and renames.
+  static constexpr std::uint32_t kNoRegion = 0xffffffffU;
+  std::vector<std::uint32_t> region_;
+  std::vector<bool> is_member_;
+  std::vector<std::uint32_t> region_parent_;
+  std::vector<bool> region_open_;
+  std::vector<std::vector<std::pair<std::uint32_t, OpId>>> users_;  // (result index, user) per op
+  std::vector<std::uint8_t> duplicable_;                              // 0 unknown, 1 yes, 2 no
+  std::unordered_map<std::uint64_t, std::uint32_t> readers_;          // outside value -> a region reading it
+  OpCount dup_count_;
   OpCount count_;
   OpCount member_count_;
   std::unordered_map<const Estimate*, std::pair<std::string_view, std::string_view>> texts_;

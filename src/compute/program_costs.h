@@ -19,9 +19,10 @@
 //
 // Roles:
 //   kCompute        a kernel: time from the estimator, FLOPs and bytes from the counting layer
-//                   (op_counting.h). An mhlo.fusion is one kernel; with fuse_elementwise, a
-//                   producer carries the work of the elementwise chain fused into it.
-//   kFree           costs nothing at run time: constants, tuples, get_tuple_element,
+//                   (op_counting.h). An mhlo.fusion is one kernel; with fusion (CostOptions), an
+//                   op carries the work of the ops fused into its kernel.
+//   kFree           costs nothing at run time (fused_into names a kernel when the op only renames
+//                   a value inside that kernel: a reshape between two fused ops): constants, tuples, get_tuple_element,
 //                   optimization_barrier, returns, reshapes (bitcasts), sharding annotations
 //                   (@Sharding, SPMD*Shape custom calls, sdy.*), partition/replica ids, tokens,
 //                   control-flow ops (while, if, case, call, manual computations, async ops: their
@@ -31,8 +32,10 @@
 //                   bytes_written hold their operand and result bytes; time is 0.
 //   kFused          part of another op's kernel, fused_into: ops inside an mhlo.fusion, the
 //                   computation of a reduce / sort / scatter / select_and_scatter / map /
-//                   all_reduce body, and (fuse_elementwise) elementwise ops fused into their
-//                   producer. fused_into is the op that carries the time (never itself kFused).
+//                   all_reduce body, and the ops fusion (CostOptions) puts into another op's
+//                   kernel. fused_into is the op that carries the time (never itself kFused).
+//                   With kRegions the kernel op comes after its members in its block: the
+//                   system layer runs the members' work at the kernel op.
 // Only kCompute entries carry time, FLOPs and bytes for the device; sum those for totals.
 #pragma once
 
@@ -53,12 +56,21 @@
 namespace orrery::compute {
 
 struct CostOptions {
-  // Fuse chains of elementwise ops into their producer (docs/compute.md, "Elementwise fusion"):
-  // an elementwise op whose operand is the only use of a compute op's single result, in the same
-  // block, joins that op's kernel; the intermediate is neither written nor read back. A data
-  // movement or elementwise producer then becomes an elementwise kernel (transcendental when a
-  // member is); other producers keep their class (a GEMM with its epilogue).
-  bool fuse_elementwise = false;
+  // How ops become kernels (docs/compute.md, "Fusion"). The default here is the program as
+  // written; scenarios default to kRegions (config::ComputeConfig::fusion).
+  //   kNone         every compute op is a kernel.
+  //   kElementwise  an elementwise op whose operand is the only use of a compute op's single
+  //                 result, in the same block, joins that op's kernel; the intermediate is neither
+  //                 written nor read back. A data movement or elementwise producer then becomes an
+  //                 elementwise kernel (transcendental when a member is); other producers keep
+  //                 their class (a GEMM with its epilogue).
+  //   kRegions      XLA-style loop and input fusion: connected fusible ops of a block (elementwise,
+  //                 broadcast, transpose, slice, concatenate, pad, iota, ..., with reduce and
+  //                 reduce_window as the last ops of their kernel) form one kernel named "fusion".
+  //                 It reads each outside value once and writes only the values used outside it.
+  //                 The kernel runs at its last member; a region stops growing once an op outside
+  //                 it uses one of its values, which keeps the kernel graph acyclic.
+  config::FusionMode fusion = config::FusionMode::kNone;
   CountOptions counting;
 
   static CostOptions from(const config::ComputeConfig& config);
@@ -68,7 +80,8 @@ struct OpCost {
   CostRole role = CostRole::kFree;
   std::uint8_t flags = 0;       // CountFlag bits: why the count is approximate
   OpClass op_class = OpClass::kOther;
-  workload::OpId fused_into = workload::kNoId;  // kFused only
+  workload::OpId fused_into = workload::kNoId;  // kFused (and kFree renames inside a fused kernel)
+  std::uint32_t fused_ops = 0;  // kCompute: how many other ops are fused into this kernel by fusion
   SimTime time;                 // duration on the device (0 unless kCompute)
   Flops flops;
   Bytes bytes_read;

@@ -56,6 +56,15 @@ inline std::span<const EnumName<OpClass>> enum_names(OpClass) {
 }
 
 // What f32 dot_general and convolution ops with DEFAULT precision compute in.
+// How the ops of an unfused (StableHLO) program are grouped into kernels (docs/compute.md,
+// "Fusion").
+enum class FusionMode { kNone, kElementwise, kRegions };
+inline std::span<const EnumName<FusionMode>> enum_names(FusionMode) {
+  static constexpr EnumName<FusionMode> kNames[] = {
+      {FusionMode::kNone, "none"}, {FusionMode::kElementwise, "elementwise"}, {FusionMode::kRegions, "regions"}};
+  return kNames;
+}
+
 enum class F32MatmulPrecision { kTf32, kF32 };
 inline std::span<const EnumName<F32MatmulPrecision>> enum_names(F32MatmulPrecision) {
   static constexpr EnumName<F32MatmulPrecision> kNames[] = {{F32MatmulPrecision::kTf32, "tf32"},
@@ -146,7 +155,7 @@ struct EstimatorRule : EstimatorChoice {
 struct ComputeConfig : EstimatorChoice {
   std::vector<EstimatorRule> rules;
   bool memoise = true;
-  bool fuse_elementwise = false;
+  FusionMode fusion = FusionMode::kRegions;
   F32MatmulPrecision f32_matmul = F32MatmulPrecision::kTf32;
 
   template <class V>
@@ -155,9 +164,11 @@ struct ComputeConfig : EstimatorChoice {
     estimator_fields(v);
     v("rules", rules, "Per-op-kind estimator rules; the first matching rule wins.");
     v("memoise", memoise, "Memoise estimates by op signature (the hit rate is in the run statistics).");
-    v("fuse_elementwise", fuse_elementwise,
-      "Fuse chains of elementwise ops into their producer's kernel: the intermediate results are "
-      "neither written nor read back (docs/compute.md, \"Elementwise fusion\").");
+    v("fusion", fusion,
+      "How ops become kernels, as a compiler would fuse them (docs/compute.md, \"Fusion\"): none (every "
+      "op is a kernel), elementwise (chains of elementwise ops join their producer's kernel) or regions "
+      "(XLA-style loop and input fusion: connected elementwise, data-movement and reduction ops form "
+      "one kernel that reads its inputs once and writes only what leaves it).");
     v("f32_matmul", f32_matmul,
       "What f32 dot_general and convolution ops with DEFAULT precision compute in: tf32 (tensor "
       "cores; XLA's and JAX's GPU default) or f32. HIGH and HIGHEST precision always run in f32.");

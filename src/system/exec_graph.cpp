@@ -35,8 +35,8 @@ void merge_into(Deps& into, const Deps& from) {
 class ExecGraphBuilder {
  public:
   ExecGraphBuilder(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
-                   const ExecGraphOptions& options)
-      : program_(program), takes_time_(takes_time), options_(options) {}
+                   const ExecGraphOptions& options, const std::function<workload::OpId(workload::OpId)>& kernel_of)
+      : program_(program), takes_time_(takes_time), options_(options), kernel_of_(kernel_of) {}
 
   ExecGraph build() {
     const workload::FunctionId entry = program_.entry_function();
@@ -86,6 +86,8 @@ class ExecGraphBuilder {
       values_[key_of(workload::ValueRef::block_argument(block_id, static_cast<std::uint32_t>(i)))] = arguments[i];
     }
     std::vector<Deps> results;
+    // Members of kernels that run at a later op of this block, by kernel op (program order).
+    std::unordered_map<workload::OpId, std::vector<workload::OpId>> deferred;
     for (const workload::OpId id : program_.ops(block)) {
       const workload::Op& op = program_.op(id);
       if (op.kind == OpKind::kReturn) {
@@ -94,8 +96,20 @@ class ExecGraphBuilder {
         }
         continue;
       }
-      run_op(id, op);
+      const workload::OpId kernel = kernel_of_ ? kernel_of_(id) : workload::kNoId;
+      if (kernel != workload::kNoId && kernel > id && program_.op(kernel).block == block_id) {
+        deferred[kernel].push_back(id);
+        continue;
+      }
+      const auto members = deferred.find(id);
+      if (members == deferred.end()) {
+        run_op(id, op);
+        continue;
+      }
+      run_kernel(id, op, members->second);
+      deferred.erase(members);
     }
+    ORRERY_ASSERT(deferred.empty(), "every deferred op's kernel op follows it in its block");
     return results;
   }
 
@@ -201,10 +215,44 @@ class ExecGraphBuilder {
     return size;
   }
 
-  void add_exec(workload::OpId id, const workload::Op& op, ExecKind kind) {
+  // A fused kernel at its kernel op: depends on what the members' outside operands depend on;
+  // the members' results are the kernel's.
+  void run_kernel(workload::OpId id, const workload::Op& op, const std::vector<workload::OpId>& members) {
+    const auto inside = [&](workload::ValueRef v) {
+      return v.is_op_result() && (v.op() == id || kernel_of_(v.op()) == id);
+    };
+    Deps extra;
+    for (const workload::OpId member : members) {
+      for (const workload::ValueRef operand : program_.operands(program_.op(member))) {
+        if (!inside(operand)) {
+          merge_into(extra, deps_of(operand));
+        }
+      }
+    }
+    if (!takes_time_(id)) {  // not a kernel after all: the members pass dependencies through
+      run_op(id, op);
+      for (const workload::OpId member : members) {
+        pass_through(member, program_.op(member));
+      }
+      return;
+    }
+    add_exec(id, op, ExecKind::kCompute, &extra);
+    const Deps self = values_[key_of(workload::ValueRef::op_result(id, 0))];
+    for (const workload::OpId member : members) {
+      const auto results = program_.result_types(program_.op(member)).size();
+      for (std::uint32_t r = 0; r < results; ++r) {
+        values_[key_of(workload::ValueRef::op_result(member, r))] = self;
+      }
+    }
+  }
+
+  void add_exec(workload::OpId id, const workload::Op& op, ExecKind kind, const Deps* extra = nullptr) {
     Deps deps;
     for (const workload::ValueRef operand : program_.operands(op)) {
       merge_into(deps, deps_of(operand));
+    }
+    if (extra != nullptr) {
+      merge_into(deps, *extra);
     }
     for (const Deps& gate : gates_) {
       merge_into(deps, gate);
@@ -330,6 +378,7 @@ class ExecGraphBuilder {
   const workload::Program& program_;
   const std::function<bool(workload::OpId)>& takes_time_;
   ExecGraphOptions options_;
+  const std::function<workload::OpId(workload::OpId)>& kernel_of_;
   ExecGraph graph_;
   std::unordered_map<std::uint64_t, Deps> values_;
   std::unordered_map<std::uint64_t, std::vector<Deps>> tuples_;
@@ -341,8 +390,9 @@ class ExecGraphBuilder {
 };
 
 ExecGraph ExecGraph::build(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
-                           const ExecGraphOptions& options) {
-  return ExecGraphBuilder(program, takes_time, options).build();
+                           const ExecGraphOptions& options,
+                           const std::function<workload::OpId(workload::OpId)>& kernel_of) {
+  return ExecGraphBuilder(program, takes_time, options, kernel_of).build();
 }
 
 std::size_t ExecGraph::heap_bytes() const {

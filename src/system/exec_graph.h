@@ -10,6 +10,12 @@
 // time (constants, tuples, tokens, sharding annotations, ops the cost table marks free or fused)
 // vanish: their results carry their operands' dependencies through. Dependencies are data
 // dependencies between exec ops, deduplicated.
+//
+// Fused kernels whose kernel op comes after its members (compute fusion "regions"): an op whose
+// kernel_of is a later op of its block waits, and runs with that op: the kernel exec op depends on
+// what every member's outside operands depend on, and the members' results (and renames of them)
+// become available when the kernel ends. The cost table guarantees that no op outside the kernel
+// uses a member's value before the kernel op, so moving the members there keeps every dependency.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +50,11 @@ class ExecGraph {
   // `takes_time(op)`: whether a non-structural, non-communication op is a compute exec op (false:
   // it is free or fused and only passes dependencies through). Throws OrreryError naming the loop
   // for an unknown trip count, or the limit for a graph that would be too large.
+  // `kernel_of(op)`: the op whose kernel runs this op's work, or kNoId (may be empty: none).
+  // OpIds increase in program order within a block (the ProgramBuilder's order).
   static ExecGraph build(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
-                         const ExecGraphOptions& options);
+                         const ExecGraphOptions& options,
+                         const std::function<workload::OpId(workload::OpId)>& kernel_of = {});
 
   [[nodiscard]] std::size_t size() const { return ops_.size(); }
   [[nodiscard]] const ExecOp& op(std::uint32_t index) const { return ops_[index]; }

@@ -41,8 +41,15 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
   op_time_.resize(p.op_count());
   for (workload::OpId id = 0; id < p.op_count(); ++id) {
     op_time_[id] = times.takes_time(id) ? times.time(id) : SimTime::zero();
+    if (times.takes_time(id)) {
+      if (std::string kernel = times.kernel_label(id); !kernel.empty()) {
+        kernel_labels_.emplace(id, std::move(kernel));
+      }
+    }
   }
-  graph_ = ExecGraph::build(p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options);
+  graph_ = ExecGraph::build(
+      p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options,
+      [&](workload::OpId id) { return times.kernel_of(id); });
 
   const std::uint32_t devices = devices_;
   for (const ExecOp& exec : graph_.ops()) {
@@ -183,6 +190,11 @@ std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uin
   group_sets_.push_back(std::move(set));
   group_set_ids_.emplace(groups, id);
   return id;
+}
+
+std::string ProgramModel::kernel_label(workload::OpId id) const {
+  const auto found = kernel_labels_.find(id);
+  return found != kernel_labels_.end() ? found->second : std::string(program_->op_name(program_->op(id)));
 }
 
 std::string ProgramModel::describe_op(workload::OpId id) const {

@@ -24,6 +24,11 @@ class OpTimes {
   virtual ~OpTimes() = default;
   [[nodiscard]] virtual bool takes_time(workload::OpId op) const = 0;
   [[nodiscard]] virtual SimTime time(workload::OpId op) const = 0;
+  // The op whose kernel does this op's work (a fused op, or a rename inside a fused kernel), or
+  // kNoId. When the kernel op comes later in the block, the op runs with it (exec_graph.h).
+  [[nodiscard]] virtual workload::OpId kernel_of(workload::OpId /*op*/) const { return workload::kNoId; }
+  // What the kernel at this op is when it is more than the op ("fusion of 12 ops"), or empty.
+  [[nodiscard]] virtual std::string kernel_label(workload::OpId /*op*/) const { return {}; }
 };
 
 // Device groups of collective ops, interned: ops with the same groups share one GroupSet.
@@ -67,6 +72,8 @@ class ProgramModel {
   [[nodiscard]] std::uint32_t global_rank(std::uint32_t device) const { return ranks_[device]; }
   [[nodiscard]] const std::vector<std::uint32_t>& ranks() const { return ranks_; }
   [[nodiscard]] SimTime duration(std::uint32_t exec_op) const { return op_time_[graph_.op(exec_op).source]; }
+  // What runs at a compute op: its kernel label (a fusion), or the op's name.
+  [[nodiscard]] std::string kernel_label(workload::OpId id) const;
   [[nodiscard]] const CollectiveInfo& collective(std::uint32_t exec_op) const {
     return collectives_[collective_index_.at(graph_.op(exec_op).source)];
   }
@@ -89,6 +96,7 @@ class ProgramModel {
   std::vector<std::uint32_t> ranks_;
   ExecGraph graph_;
   std::vector<SimTime> op_time_;  // per IR op
+  std::unordered_map<workload::OpId, std::string> kernel_labels_;  // fused kernels
   std::vector<CollectiveInfo> collectives_;
   std::unordered_map<workload::OpId, std::uint32_t> collective_index_;
   std::vector<GroupSet> group_sets_;

@@ -1193,7 +1193,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
         total.what = fmt::format("{} of {} over {} ranks", collective_kind_name(info.kind),
                                  human_bytes(static_cast<double>(info.bytes)), groups.empty() ? 0 : groups.front().size());
       } else {
-        total.what = std::string(program.program().op_name(program.program().op(c.op)));
+        total.what = program.kernel_label(c.op);
       }
       out.push_back(std::move(total));
     }

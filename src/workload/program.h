@@ -188,6 +188,7 @@ class Program {
 
   // Structure.
   [[nodiscard]] std::size_t op_count() const { return ops_.size(); }
+  [[nodiscard]] std::size_t block_count() const { return blocks_.size(); }
   [[nodiscard]] const Op& op(OpId id) const { return ops_[id]; }
   [[nodiscard]] const Block& block(BlockId id) const { return blocks_[id]; }
   [[nodiscard]] const Region& region(RegionId id) const { return regions_[id]; }

@@ -240,7 +240,7 @@ TEST(ProgramCosts, ElementwiseChainsFuseIntoTheirProducerWhenAsked) {
   // On: add, exponential and negate join the dot's kernel (each the only use of the value before
   // it); multiply uses the negate's result twice, so the chain stops there.
   CostOptions options;
-  options.fuse_elementwise = true;
+  options.fusion = config::FusionMode::kElementwise;
   const ProgramCosts fused = cost_program(*p, model, options);
   EXPECT_EQ(fused.estimates, 2U);
   for (const OpKind kind : {OpKind::kAdd, OpKind::kExponential, OpKind::kNegate}) {
@@ -254,10 +254,102 @@ TEST(ProgramCosts, ElementwiseChainsFuseIntoTheirProducerWhenAsked) {
   EXPECT_DOUBLE_EQ(fused[dot].flops.value, 1024.0 + 32 + 256 + 32);
   EXPECT_EQ(fused[dot].bytes_read.count, 768U + 128U);
   EXPECT_EQ(fused[dot].bytes_written.count, 128U);
-  // The same in the scenario: compute.fuse_elementwise.
+  // The same in the scenario: compute.fusion.
   config::ComputeConfig config;
-  config.fuse_elementwise = true;
-  EXPECT_TRUE(CostOptions::from(config).fuse_elementwise);
+  config.fusion = config::FusionMode::kElementwise;
+  EXPECT_EQ(CostOptions::from(config).fusion, config::FusionMode::kElementwise);
+  EXPECT_EQ(config::ComputeConfig{}.fusion, config::FusionMode::kRegions);  // the scenario default
+}
+
+// A dot, then a biased, exponentiated, scaled and row-summed result (with two reshapes between),
+// a consumer of the sum, and a second dot that uses a value from inside the fused region.
+constexpr const char* kRegions = R"(
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8xf32>) {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<16xf32>) -> tensor<8x16xf32>
+  %2 = stablehlo.add %0, %1 : tensor<8x16xf32>
+  %3 = stablehlo.exponential %2 : tensor<8x16xf32>
+  %4 = stablehlo.reshape %3 : (tensor<8x16xf32>) -> tensor<128xf32>
+  %5 = stablehlo.reshape %4 : (tensor<128xf32>) -> tensor<8x16xf32>
+  %6 = stablehlo.multiply %5, %2 : tensor<8x16xf32>
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %7 = stablehlo.reduce(%6 init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<8x16xf32>, tensor<f32>) -> tensor<8xf32>
+  %8 = stablehlo.negate %7 : tensor<8xf32>
+  %9 = stablehlo.dot_general %6, %w, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x16xf32>) -> tensor<8x16xf32>
+  return %9, %8 : tensor<8x16xf32>, tensor<8xf32>
+}
+)";
+
+TEST(ProgramCosts, RegionFusionMakesOneKernelPerConnectedFusibleRegion) {
+  const auto p = parse(kRegions);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  // Unfused: two dots, broadcast, add, exponential, multiply, reduce and negate (reshapes are free).
+  const ProgramCosts separate = cost_program(*p, model, {});
+  EXPECT_EQ(separate.estimates, 8U);
+  CostOptions options;
+  options.fusion = config::FusionMode::kRegions;
+  const ProgramCosts fused = cost_program(*p, model, options);
+  // Fused: the dots (barriers), {broadcast, add, exponential, multiply, reduce} and the negate,
+  // which uses the reduce's result (a reduction ends its kernel).
+  EXPECT_EQ(fused.estimates, 4U);
+  const OpId reduce = first(*p, OpKind::kReduce);
+  for (const OpKind kind : {OpKind::kBroadcastInDim, OpKind::kAdd, OpKind::kExponential, OpKind::kMultiply}) {
+    EXPECT_EQ(fused[first(*p, kind)].role, CostRole::kFused) << workload::op_kind_name(kind);
+    EXPECT_EQ(fused[first(*p, kind)].fused_into, reduce) << workload::op_kind_name(kind);
+  }
+  // The reshapes rename values inside the kernel: free, but they belong to it.
+  EXPECT_EQ(fused[first(*p, OpKind::kReshape)].role, CostRole::kFree);
+  EXPECT_EQ(fused[first(*p, OpKind::kReshape)].fused_into, reduce);
+  EXPECT_EQ(fused[first(*p, OpKind::kReshape, 1)].fused_into, reduce);
+  EXPECT_EQ(fused[first(*p, OpKind::kNegate)].role, CostRole::kCompute);
+  EXPECT_EQ(fused[first(*p, OpKind::kDotGeneral)].role, CostRole::kCompute);
+  // The kernel's FLOPs are its members' FLOPs.
+  double member_flops = 0.0;
+  for (const OpKind kind :
+       {OpKind::kBroadcastInDim, OpKind::kAdd, OpKind::kExponential, OpKind::kMultiply, OpKind::kReduce}) {
+    member_flops += separate[first(*p, kind)].flops.value;
+  }
+  EXPECT_DOUBLE_EQ(fused[reduce].flops.value, member_flops);
+  // It reads each outside value once: the dot's result (8x16 f32, 512 B), the bias (64 B) and the
+  // reduce's init value (4 B); it writes the values used outside it: the multiply's result (512 B,
+  // the second dot's operand) and the reduce's result (32 B). The broadcast, the add and the
+  // exponential stay on chip.
+  EXPECT_EQ(fused[reduce].bytes_read.count, 512U + 64U + 4U);
+  EXPECT_EQ(fused[reduce].bytes_written.count, 512U + 32U);
+  EXPECT_EQ(fused[reduce].op_class, OpClass::kReduction);
+  EXPECT_EQ(fused[reduce].note, "1 us for fusion");
+}
+
+// A region stops growing once an op outside it uses one of its values: the add below cannot join
+// the exponential's kernel, whose value the dot (which the add also needs) consumes.
+constexpr const char* kClosedRegion = R"(
+func.func @main(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %0 = stablehlo.exponential %x : tensor<16x16xf32>
+  %1 = stablehlo.dot_general %0, %x, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %2 = stablehlo.add %0, %1 : tensor<16x16xf32>
+  %3 = stablehlo.tanh %y : tensor<16x16xf32>
+  %4 = stablehlo.dot_general %y, %y, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %5 = stablehlo.multiply %3, %4 : tensor<16x16xf32>
+  return %2, %5 : tensor<16x16xf32>, tensor<16x16xf32>
+}
+)";
+
+TEST(ProgramCosts, RegionFusionNeverMakesACycle) {
+  const auto p = parse(kClosedRegion);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  CostOptions options;
+  options.fusion = config::FusionMode::kRegions;
+  const ProgramCosts fused = cost_program(*p, model, options);
+  EXPECT_EQ(fused[first(*p, OpKind::kExponential)].role, CostRole::kCompute);
+  EXPECT_EQ(fused[first(*p, OpKind::kAdd)].role, CostRole::kCompute);
+  // The tanh's kernel is still open when the multiply comes (the second dot does not use it): the
+  // multiply joins it, and the kernel runs at the multiply, after the dot.
+  const OpId multiply = first(*p, OpKind::kMultiply);
+  EXPECT_EQ(fused[first(*p, OpKind::kTanh)].role, CostRole::kFused);
+  EXPECT_EQ(fused[first(*p, OpKind::kTanh)].fused_into, multiply);
+  EXPECT_EQ(fused.estimates, 5U);
 }
 
 TEST(ProgramCosts, RooflineTimesOnAPreset) {

@@ -63,7 +63,7 @@ expect cost_table_needs_file 2 "the table estimator needs a table file (--table)
   -- "$orrery" inspect --cost --hardware H100 --estimator table "$cost"
 expect cost_hardware_without_cost 2 "--hardware is an option of --cost" -- "$orrery" inspect --hardware H100 "$cost"
 expect cost_unknown_trip_count 1 "--trip-count open_ended/%r=N" -- "$orrery" inspect --cost --hardware H100 "$data/two_modules.mlir"
-json=$("$orrery" inspect --cost --hardware A100_80GB --json "$cost") || fail "cost json exit"
+json=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --json "$cost") || fail "cost json exit"
 if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_json"; else fail "cost json content"; fi
 import json, sys
 r = json.loads(sys.argv[1])
@@ -76,6 +76,16 @@ assert r["bytes"] == r["bytes_read"] + r["bytes_written"] > 0
 assert r["estimated_compute_s"] > 0
 assert abs(sum(c["estimated_s"] for c in r["classes"].values()) - r["estimated_compute_s"]) < 1e-12
 PY
+# The default fusion (regions, as in scenarios): the two final adds become one kernel; the same FLOPs.
+json=$("$orrery" inspect --cost --hardware A100_80GB --json "$cost") || fail "cost json exit"
+if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_json_regions"; else fail "cost json regions"; fi
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["fusion"] == "regions" and r["kernels"] == 20 and r["executions"]["fused"] == 1, r
+assert r["flops"] == 6 * 4096 + 6 * 1024 + 3 + 4 + 2 * 128, r["flops"]
+PY
+expect cost_bad_fusion 2 "--fusion: expected none, elementwise or regions, got 'xla'" \
+  -- "$orrery" inspect --cost --hardware H100 --fusion xla "$cost"
 # Overridden trip counts multiply the loop body.
 json=$("$orrery" inspect --cost --hardware H100 --json --trip-count open_ended/%r=10 "$data/two_modules.mlir") || fail "cost override exit"
 if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_multi_module_override"; else fail "cost multi-module override"; fi
