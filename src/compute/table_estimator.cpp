@@ -248,7 +248,28 @@ std::optional<TableEstimator::Lookup> TableEstimator::lookup(const std::vector<P
 }
 
 Estimate TableEstimator::estimate(const OpSignature& op, const Hardware& hardware) const {
-  const auto found = index_.find(Key{op.kind, op.op_class, op.element_type});
+  auto found = index_.find(Key{op.kind, op.op_class, op.element_type});
+  std::string_view measured_as;
+  if (found == index_.end()) {
+    // Rows of another element type of the same width that has the same peak on this hardware (f16
+    // rows for a bf16 op on a GPU whose tensor cores run both at one rate) stand in for the op's.
+    const auto peak = [&](ElementType type) {
+      OpSignature probe = op;
+      probe.element_type = type;
+      return hardware.roofline.peak_for(probe).value;
+    };
+    for (const ElementTypeInfo& other : element_types()) {
+      if (other.type == op.element_type || other.bits != info(op.element_type).bits ||
+          peak(other.type) != peak(op.element_type) || peak(other.type) <= 0.0) {
+        continue;
+      }
+      found = index_.find(Key{op.kind, op.op_class, other.type});
+      if (found != index_.end()) {
+        measured_as = other.name;
+        break;
+      }
+    }
+  }
   if (found == index_.end()) {
     return fall_back(op, hardware,
                      fmt::format("no measured {} ({}, {}) in the tables", op.kind, compute::name(op.op_class),
@@ -291,6 +312,10 @@ Estimate TableEstimator::estimate(const OpSignature& op, const Hardware& hardwar
   estimate.estimator = "table";
   double seconds = found_time->time_s;
   std::string note = fmt::format("{} on {}", found_time->how, source->name);
+  if (!measured_as.empty()) {
+    note += fmt::format(" (measured in {}: same width and peak as {} on {})", measured_as,
+                        compute::name(op.element_type), hardware.name);
+  }
   if (source != &hardware) {
     const double transfer = ratio(roofline_seconds(op, hardware), roofline_seconds(op, *source));
     seconds *= transfer;

@@ -70,10 +70,10 @@ TEST(Table, NearestShapeScaledByRooflineRatio) {
 TEST(Table, FallsBackWithTheReason) {
   const Hardware a100 = load_hardware("A100_80GB");
   const TableEstimator table = make_table({gemm_row(1024, 100.0)});
-  // Another dtype: no candidate rows.
-  const Estimate other = table.estimate(gemm_signature("dot_general", ElementType::kBF16, {1, 1024, 4096, 4096}), a100);
+  // Another dtype: no candidate rows (f32 differs from the f16 rows in width and peak).
+  const Estimate other = table.estimate(gemm_signature("dot_general", ElementType::kF32, {1, 1024, 4096, 4096}), a100);
   EXPECT_EQ(other.estimator, "fallback:roofline");
-  EXPECT_NE(other.note.find("table fallback to roofline: no measured dot_general (gemm, bf16) in the tables"),
+  EXPECT_NE(other.note.find("table fallback to roofline: no measured dot_general (gemm, f32) in the tables"),
             std::string::npos)
       << other.note;
   // Too far: more than a 100x total change of shape.
@@ -82,6 +82,22 @@ TEST(Table, FallsBackWithTheReason) {
             std::string::npos)
       << far.note;
   EXPECT_EQ(far.time, RooflineEstimator().estimate(gemm_op(1024, 1 << 20, 1 << 20), a100).time);
+}
+
+TEST(Table, RowsOfAnotherTypeOfTheSameWidthAndPeakStandIn) {
+  // The A100 runs bf16 and f16 on its tensor cores at one peak (312 TF): f16 rows cost a bf16 GEMM.
+  const Hardware a100 = load_hardware("A100_80GB");
+  const TableEstimator table = make_table({gemm_row(1024, 100.0)});
+  const Estimate bf16 = table.estimate(gemm_signature("dot_general", ElementType::kBF16, {1, 1024, 4096, 4096}), a100);
+  EXPECT_EQ(bf16.estimator, "table");
+  EXPECT_EQ(bf16.time, SimTime::from_seconds(100e-6));
+  EXPECT_NE(bf16.note.find("measured in f16: same width and peak as bf16 on A100_80GB"), std::string::npos)
+      << bf16.note;
+  // A device whose bf16 and f16 peaks differ does not substitute.
+  Hardware odd = a100;
+  odd.roofline.matrix_peak[static_cast<std::size_t>(ElementType::kBF16)] = FlopsPerSecond::from_teraflops(100);
+  EXPECT_EQ(table.estimate(gemm_signature("dot_general", ElementType::kBF16, {1, 1024, 4096, 4096}), odd).estimator,
+            "fallback:roofline");
 }
 
 TEST(Table, TransfersToARelatedDeviceByTheRooflineRatio) {
