@@ -26,6 +26,19 @@ run_step() {  # run_step AREA COMMAND...
 # (areas add their steps here: run_step AREA COMMAND... writing $out/AREA.md)
 # compute: roofline and table estimators against measured A100 kernel times, systolic vs SCALE-Sim.
 run_step compute "$build/orrery_compute_tool" validate --data "$data" --out "$out/compute.md"
+# end-to-end: collectives against NCCL (fits the collective launch cost), then the training steps
+# against the measured ones with the frozen configuration, and the -np 1 / -np 2 determinism check.
+end_to_end() {
+  local fit
+  fit=$(mktemp)
+  /usr/bin/python3 "$root/tools/validate_collectives.py" --orrery "$build/orrery" --data "$data" --fit-out "$fit" \
+    > "$out/end-to-end.collectives.tmp"
+  /usr/bin/python3 "$root/tools/validate_end_to_end.py" --orrery "$build/orrery" --mpirun "$root/scripts/mpirun.sh" \
+    --data "$data" --root "$root" --collective-fit "$fit" > "$out/end-to-end.md"
+  cat "$out/end-to-end.collectives.tmp" >> "$out/end-to-end.md"
+  rm -f "$fit" "$out/end-to-end.collectives.tmp"
+}
+run_step end-to-end end_to_end
 
 # --- index -----------------------------------------------------------------------------------------
 {

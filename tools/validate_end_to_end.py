@@ -25,14 +25,64 @@ SCENARIOS = {
     "resnet50": "configs/scenarios/default.yaml",
 }
 
-# Estimator configurations: name -> --set overrides.
-CONFIGURATIONS = {
-    "roofline, datasheet peaks": ["compute.default=roofline", "compute.datasheet=true"],
-    "roofline, fitted on kernels": ["compute.default=roofline"],
-    "table for gemm, fitted roofline else": ["compute.default=roofline",
-                                              "compute.rules=[{classes: [gemm], estimator: table, tables: [vidur_a100, llmcompass_a100], fallback: roofline}]"],
-}
-FROZEN = "table for gemm, fitted roofline else"
+KERNELS = "compute"  # under ../shared/data
+
+
+def configurations(data, datasheet_preset, launch_ns):
+    """Estimator configurations: name -> --set overrides. Decided from kernel data only. Every one
+    takes the collective launch cost fitted on the NCCL measurements (tools/validate_collectives.py),
+    which beats the unfitted model on the out-of-sample 8-GPU all-reduce."""
+    launch = f"system.collective_launch_ns={launch_ns}"
+    vidur = os.path.join(data, KERNELS, "vidur/compute/a100")
+    llmcompass = os.path.join(data, KERNELS, "llmcompass/matmul_A100.csv")
+    table_rule = ("compute.rules=[{classes: [gemm], estimator: table, "
+                  f"table: {vidur}/Llama-2-7b-hf_mlp.csv, "
+                  f"tables: [{vidur}/Llama-2-70b-hf_mlp.csv, {llmcompass}], fallback: roofline}}]")
+    return {
+        "roofline, datasheet peaks (efficiency 1, no launch overhead: Hespas' roofline)":
+            ["compute.default=roofline", f"hardware={datasheet_preset}", launch],
+        "roofline, fitted on kernels": ["compute.default=roofline", launch],
+        "table for GEMMs, fitted roofline else": ["compute.default=roofline", table_rule, launch],
+        "table for GEMMs, fitted roofline else; no collective launch cost": ["compute.default=roofline", table_rule],
+        "table for GEMMs, fitted roofline else; no fusion (the program as exported)":
+            ["compute.default=roofline", table_rule, "compute.fusion=none", launch],
+    }
+
+
+# The configuration the kernel-level validation (docs/validation/compute.md) picks: the measured-kernel
+# table predicts Llama-2-70B kernels from 7B ones at a 5.3% median error against 11.0% for the fitted
+# roofline (GEMMs: 5.8% against 8.1%), and both beat the datasheet roofline (50.5%). The table only
+# covers GEMMs (and Vidur's fused LLM kernels, which StableHLO programs do not contain), so the rest
+# is the fitted roofline; fusion is XLA-style (docs/compute.md, "Fusion"), since the measured programs
+# ran compiled by XLA.
+FROZEN = "table for GEMMs, fitted roofline else"
+
+
+def datasheet_preset(root, work, name="A100_40GB"):
+    """The preset with every achievable fraction 1 and no launch overhead (a plain datasheet roofline)."""
+    lines = open(os.path.join(root, "configs/hardware", name + ".yaml")).read().splitlines()
+    out = []
+    skipping = False
+    for line in lines:
+        stripped = line.strip()
+        if skipping and line.startswith("      "):
+            continue
+        skipping = False
+        if stripped.startswith("launch_overhead_us:"):
+            out.append(line[:len(line) - len(line.lstrip())] + "launch_overhead_us: 0")
+        elif stripped.startswith("efficiency:"):
+            indent = line[:len(line) - len(line.lstrip())]
+            out.append(indent + "efficiency:")
+            out.append(indent + "  default: {compute: 1.0, memory: 1.0}")
+            skipping = True
+        elif stripped.startswith("provenance:"):
+            out.append(line[:len(line) - len(line.lstrip())] + 'provenance: "datasheet peaks, efficiency 1"')
+        else:
+            out.append(line)
+    path = os.path.join(work, name + "_datasheet.yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+    return path
 
 
 def run(orrery, scenario, overrides, out, mpirun=None, processes=1):
@@ -52,6 +102,8 @@ def main():
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--data", required=True)
     parser.add_argument("--root", required=True)
+    parser.add_argument("--collective-fit", required=True,
+                        help="JSON with collective_launch_ns (tools/validate_collectives.py --fit-out)")
     args = parser.parse_args()
     refs = pd.read_csv(os.path.join(args.data, "ground_truth/hespas_refs.csv"))
 
@@ -63,13 +115,17 @@ def main():
           "Predicted: `orrery run` on the scenario named per row, with each estimator configuration. "
           f"**Frozen configuration: {FROZEN}** — chosen from the kernel-level validation "
           "([compute.md](compute.md)) before any step time was compared; no constant here is fitted to a "
-          "step time.\n")
+          "step time. Every configuration but one takes the collective launch cost fitted on the NCCL "
+          "measurements below (`system.collective_launch_ns`).\n")
     with tempfile.TemporaryDirectory() as work:
         results = []
+        with open(args.collective_fit) as f:
+            launch_ns = json.load(f)["collective_launch_ns"]
+        configs = configurations(args.data, datasheet_preset(args.root, work), launch_ns)
         for _, row in refs.iterrows():
             scenario = os.path.join(args.root, SCENARIOS[row.workload])
             program = os.path.join(args.data, "stablehlo", os.path.relpath(row.workload_file, "stablehlo"))
-            for name, overrides in CONFIGURATIONS.items():
+            for name, overrides in configs.items():
                 summary = run(args.orrery, scenario, [f"workload.programs.0.file={program}"] + overrides,
                               os.path.join(work, "summary.json"))
                 results.append((row.workload, row.runtime_s, name, summary))
@@ -104,6 +160,45 @@ def main():
             for op in summary["top_collectives"][:3]:
                 print(f"- {op['seconds'] * 1e3:.3f} ms x{op['executions']:g}: {op['what']} ({op['op']})")
             print()
+
+        print("### Where the remaining error comes from\n")
+        print("Per device and step, from `orrery inspect FILE --cost --hardware A100_40GB --json` (fusion `regions`, "
+              "the fitted roofline): the FLOPs and the bytes the fused kernels move, and what those bytes take at the "
+              "datasheet HBM bandwidth (1555 GB/s) with no other cost. When that floor alone is above the measured "
+              "step, no choice of efficiency constants can close the gap: the error is in the bytes counted, that "
+              "is in how the exported program and Orrery's fusion model differ from what XLA ran.\n")
+        print("| workload | measured ms | TFLOP | kernels | GB moved | GB / 1555 GB/s, ms | floor vs measured |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for _, row in refs.iterrows():
+            program = os.path.join(args.data, "stablehlo", os.path.relpath(row.workload_file, "stablehlo"))
+            report = json.loads(subprocess.run([args.orrery, "--log-level", "error", "inspect", program, "--cost",
+                                                "--hardware", "A100_40GB", "--json"],
+                                               check=True, capture_output=True, text=True).stdout)
+            floor_ms = report["bytes"] / 1555e9 * 1e3
+            print(f"| {row.workload} | {row.runtime_s * 1e3:.0f} | {report['flops'] / 1e12:.2f} | {report['kernels']} | "
+                  f"{report['bytes'] / 1e9:.1f} | {floor_ms:.1f} | {floor_ms / (row.runtime_s * 1e3):.0%} |")
+        print()
+        print("Known differences between the simulated and the measured programs:\n")
+        print("- **Fusion is modelled, not read.** The exports are StableHLO before XLA's optimisation; Orrery "
+              "groups ops as XLA's documented fusion passes do (docs/compute.md, \"Fusion\"), but stops at function "
+              "calls (XLA inlines first: the ResNet exports call `@relu` and friends), does not fuse elementwise "
+              "epilogues into convolutions or GEMMs, and does not do horizontal fusion. Each of these leaves bytes in "
+              "the count that XLA's kernels do not move. Without fusion (the row above) every estimate is several "
+              "times the measurement, which is why fusion matters more than any estimator constant here.")
+        errors = dict(frozen_errors)
+        resnet18 = f" (frozen error {errors['resnet18']:+.1%})" if "resnet18" in errors else ""
+        print("- **The ResNet-50 program is not the measured one.** hespas_refs.csv notes that the 100 ms was "
+              "measured with the ResNet-50 export of imec-int/hespas_workloads, which is not in ../shared/data; the "
+              "simulated fixture is the same model and batch exported separately (f16 convolutions with f32 "
+              "batch-norm statistics). ResNet-18, exported with the measured workload set, is much closer"
+              f"{resnet18}.")
+        print("- **Collectives are not combined.** XLA's all-reduce combiner merges the per-parameter gradient "
+              "all-reduces into a few large ones before they run; the exports hold one per parameter, so each pays "
+              "the fitted launch cost on the in-order collective stream (compare the rows with and without it).")
+        print("- **No convolution kernel data.** Convolutions take the GEMM efficiency fitted on Vidur's GEMMs "
+              "(implicit GEMM); cuDNN's algorithm choice, layouts and Winograd kernels are not modelled.")
+        print("- **Collectives** are a small share of these steps (the exposed-communication column); their model "
+              "is checked on its own below.\n")
 
         print("## Determinism\n")
         default = os.path.join(args.root, "configs/scenarios/default.yaml")

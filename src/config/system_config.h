@@ -70,6 +70,7 @@ struct SystemConfig {
   std::uint32_t devices_per_node = 8;
   ScaleUpConfig scale_up;
   double endpoint_delay_ns = 1000.0;
+  double collective_launch_ns = 0.0;
   CollectiveChoice collectives;
   std::uint32_t chunks = 4;
   std::uint32_t chunks_in_flight = 0;
@@ -87,6 +88,10 @@ struct SystemConfig {
       "Injection delay every transfer pays before it reaches the network (ns); also the engine's "
       "lookahead, so it must be positive.",
       positive());
+    v("collective_launch_ns", collective_launch_ns,
+      "Fixed cost of starting a collective on each rank before its first transfer (ns): a library's "
+      "kernel launch and setup, as NCCL's. 0: none.",
+      nonnegative());
     v("collectives", collectives, "Collective algorithm per kind.");
     v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",
       at_least(1));

@@ -41,7 +41,12 @@ struct SwitchUpload {
 struct SwitchDown {
   std::uint64_t tag;
 };
-using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown>;
+struct CollectiveLaunched {
+  std::uint32_t op;
+  SimTime issued_at;
+};
+using Payload =
+    std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown, CollectiveLaunched>;
 
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
@@ -134,6 +139,7 @@ struct RankState {
   std::uint32_t running_op = 0;
   SimTime running_since;
   std::uint32_t active_comm = 0;
+  std::uint32_t launching = 0;  // collectives issued whose launch cost is still running
   std::unordered_map<std::uint64_t, Run> runs;
   std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
   std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
@@ -171,6 +177,7 @@ class SystemModel {
         network_(network),
         num_ranks_(ranks),
         injection_(SimTime::from_nanoseconds(scenario_.system.endpoint_delay_ns)),
+        launch_(SimTime::from_nanoseconds(scenario_.system.collective_launch_ns)),
         states_(ranks),
         rank_program_(ranks),
         rank_device_(ranks) {
@@ -247,6 +254,8 @@ class SystemModel {
             on_switch_upload(engine, lp, rank, payload.tag);
           } else if constexpr (std::is_same_v<T, SwitchDown>) {
             on_arrival(engine, lp, rank, payload.tag);
+          } else if constexpr (std::is_same_v<T, CollectiveLaunched>) {
+            start_collective(engine, lp, rank, payload.op, payload.issued_at);
           }
         },
         event.payload);
@@ -254,7 +263,9 @@ class SystemModel {
 
   // --- results ---------------------------------------------------------------------------------
   [[nodiscard]] const std::vector<RankState>& states() const { return states_; }
-  [[nodiscard]] const std::vector<std::vector<double>>& op_seconds() const { return op_seconds_; }
+  // Per program and IR op: time summed over ranks, in picoseconds (integers: the sum is the same in
+  // any order, so the summary is identical for any process count).
+  [[nodiscard]] const std::vector<std::vector<std::uint64_t>>& op_picoseconds() const { return op_ps_; }
   [[nodiscard]] const std::vector<std::vector<std::uint64_t>>& op_counts() const { return op_counts_; }
   [[nodiscard]] const std::map<std::string, std::uint64_t>& algorithm_counts() const { return algorithm_counts_; }
 
@@ -312,12 +323,12 @@ class SystemModel {
   void record_op(RankState& rank, std::uint32_t exec_op, SimTime duration) {
     const ProgramModel& program = *programs_[rank.program];
     const workload::OpId source = program.graph().op(exec_op).source;
-    auto& seconds = op_seconds_[rank.program];
-    if (seconds.empty()) {
-      seconds.assign(program.program().op_count(), 0.0);
+    auto& picoseconds = op_ps_[rank.program];
+    if (picoseconds.empty()) {
+      picoseconds.assign(program.program().op_count(), 0);
       op_counts_[rank.program].assign(program.program().op_count(), 0);
     }
-    seconds[source] += duration.seconds();
+    picoseconds[source] += duration.ps();
     ++op_counts_[rank.program][source];
   }
 
@@ -503,7 +514,23 @@ class SystemModel {
     return rank.runs[run_key(ordinal, training_step)];
   }
 
+  // Issues a collective on the comm stream: it starts after the launch cost (system.collective_launch_ns).
   void issue_collective(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    if (launch_ > SimTime::zero()) {
+      ++rank.active_comm;  // the stream is busy launching it
+      ++rank.launching;
+      engine.send(lp, launch_, CollectiveLaunched{op, engine.now()});
+      return;
+    }
+    start_collective(engine, lp, rank, op, engine.now());
+  }
+
+  void start_collective(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op,
+                        SimTime issued_at) {
+    if (rank.launching > 0 && launch_ > SimTime::zero()) {
+      --rank.launching;
+      --rank.active_comm;  // counted again below, or the op completes at once
+    }
     const ProgramModel& program = *programs_[rank.program];
     const ExecOp& exec = program.graph().op(op);
     const CollectiveInfo& info = program.collective(op);
@@ -529,7 +556,7 @@ class SystemModel {
     run.lanes = plan.lanes();
     run.pipelines.assign(static_cast<std::size_t>(run.lanes) * run.chunks, Pipeline{});
     run.next_chunk.assign(run.lanes, 0);
-    run.issued_at = engine.now();
+    run.issued_at = issued_at;
     if (run.member == 0 && rank.step == 0) {  // one count per collective instance of the first step
       ++algorithm_counts_[fmt::format("{}: {}", collective_kind_name(info.kind), algorithm_name(plan.algorithm()))];
     }
@@ -790,6 +817,7 @@ class SystemModel {
   network::EngineNetwork<Payload>& network_;
   std::uint32_t num_ranks_;
   SimTime injection_;
+  SimTime launch_;  // system.collective_launch_ns
   double reduction_rate_ = 0.0;  // bytes per second
   std::uint32_t chunks_ = 1;
   std::uint32_t in_flight_limit_ = 1;
@@ -798,7 +826,7 @@ class SystemModel {
   std::vector<std::uint32_t> rank_device_;
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
-  std::vector<std::vector<double>> op_seconds_ = std::vector<std::vector<double>>(programs_.size());
+  std::vector<std::vector<std::uint64_t>> op_ps_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::vector<std::vector<std::uint64_t>> op_counts_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::map<std::string, std::uint64_t> algorithm_counts_;
   PlanStep scratch_;
@@ -1026,10 +1054,10 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   }
   pdes::append_record(mine, ~std::uint32_t{0});  // end of ranks
   for (std::uint32_t p = 0; p < programs.size(); ++p) {
-    const auto& seconds = system.op_seconds()[p];
-    pdes::append_record(mine, static_cast<std::uint64_t>(seconds.size()));
-    for (std::size_t i = 0; i < seconds.size(); ++i) {
-      pdes::append_record(mine, seconds[i]);
+    const auto& picoseconds = system.op_picoseconds()[p];
+    pdes::append_record(mine, static_cast<std::uint64_t>(picoseconds.size()));
+    for (std::size_t i = 0; i < picoseconds.size(); ++i) {
+      pdes::append_record(mine, picoseconds[i]);
       pdes::append_record(mine, system.op_counts()[p][i]);
     }
   }
@@ -1041,7 +1069,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   const std::vector<pdes::ByteBuffer> all = communicator.allgather(mine);
 
   std::vector<std::vector<StepRecord>> records(ranks);
-  std::vector<std::vector<double>> op_seconds(programs.size());
+  std::vector<std::vector<std::uint64_t>> op_ps(programs.size());
   std::vector<std::vector<std::uint64_t>> op_counts(programs.size());
   std::map<std::string, std::uint64_t> algorithms;
   for (const pdes::ByteBuffer& buffer : all) {
@@ -1064,12 +1092,12 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     }
     for (std::uint32_t p = 0; p < programs.size(); ++p) {
       const auto size = reader.read<std::uint64_t>();
-      if (size > 0 && op_seconds[p].empty()) {
-        op_seconds[p].assign(size, 0.0);
+      if (size > 0 && op_ps[p].empty()) {
+        op_ps[p].assign(size, 0);
         op_counts[p].assign(size, 0);
       }
       for (std::uint64_t i = 0; i < size; ++i) {
-        op_seconds[p][i] += reader.read<double>();
+        op_ps[p][i] += reader.read<std::uint64_t>();
         op_counts[p][i] += reader.read<std::uint64_t>();
       }
     }
@@ -1164,12 +1192,13 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       collective_info[p][info.op] = &info;
     }
     const double per = static_cast<double>(programs[p]->ranks().size()) * std::max<std::uint32_t>(completed, 1);
-    for (std::size_t id = 0; id < op_seconds[p].size(); ++id) {
+    for (std::size_t id = 0; id < op_ps[p].size(); ++id) {
       if (op_counts[p][id] == 0) {
         continue;
       }
       const auto op_id = static_cast<workload::OpId>(id);
-      const Candidate candidate{op_seconds[p][id] / per, p, op_id, static_cast<double>(op_counts[p][id]) / per};
+      const Candidate candidate{static_cast<double>(op_ps[p][id]) * 1e-12 / per, p, op_id,
+                                static_cast<double>(op_counts[p][id]) / per};
       (collective_info[p].contains(op_id) ? collective_ops : compute_ops).push_back(candidate);
     }
   }

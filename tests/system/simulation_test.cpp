@@ -125,6 +125,16 @@ TEST(Simulation, AllReduceStepMatchesTheRingClosedForm) {
   }
 }
 
+TEST(Simulation, TheCollectiveLaunchCostComesBeforeTheFirstTransfer) {
+  // T = 10 µs + (launch 7 µs + ring all-reduce) + 10 µs, on one and two processes.
+  for (const std::uint32_t processes : {1U, 2U}) {
+    const Outcome outcome = run(kAllReduce, scenario_text("flow"), processes, {"system.collective_launch_ns=7000"});
+    ASSERT_EQ(outcome.error, "");
+    EXPECT_NEAR(outcome.summary.step_time_s, 20e-6 + 7e-6 + kRingSeconds, 1e-12);
+    EXPECT_NEAR(outcome.summary.comm_s.mean, 7e-6 + kRingSeconds, 1e-12);
+  }
+}
+
 TEST(Simulation, IndependentComputeOverlapsTheCollective) {
   // add [0,10]; all-reduce [10, 10+R]; multiply (independent) [10, 20] overlaps it;
   // the final add waits for the all-reduce: T = 10 + R + 10; exposed = R - 10 µs.

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The shipped 1,024-device scenarios run as shipped (analytical network), on one process and on
+# two, with identical summaries (wall times and engine statistics aside). Label "scale": part of
+# `make test` (ctest --preset release), left out of the sanitizer build.
+set -euo pipefail
+orrery=$1
+mpirun=$2
+root=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for name in resnet50-1024-fat-tree resnet50-1024-dragonfly; do
+  scenario=$root/configs/scenarios/$name.yaml
+  "$orrery" --log-level error run "$scenario" --summary-json "$work/one.json" > /dev/null
+  "$mpirun" -np 2 "$orrery" --log-level error run "$scenario" --summary-json "$work/two.json" > /dev/null
+  /usr/bin/python3 - "$work/one.json" "$work/two.json" "$name" <<'PY'
+import json, sys
+one, two = (json.load(open(path)) for path in sys.argv[1:3])
+assert one["ranks"] == 1024, one["ranks"]
+assert one["step_time_s"] > one["compute_s"] > 0, one
+for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+    one.pop(key, None)
+    two.pop(key, None)
+assert one == two, "summaries differ between -np 1 and -np 2"
+print(f"ok   {sys.argv[3]}: step {one['step_time_s']:.6f} s on 1 and 2 processes")
+PY
+done
