@@ -76,6 +76,11 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
 }  // namespace
 
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
+  if (!scenario.output.trace.empty()) {
+    throw OrreryError(ErrorCode::kConfig,
+                      "output.trace: HDF5 traces are not implemented yet; remove the key (or set it to "
+                      "\"\") to run without a trace");
+  }
   const auto start = std::chrono::steady_clock::now();
   RunResult result;
   system::SimulationInput input;

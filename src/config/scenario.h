@@ -30,7 +30,9 @@ struct OutputConfig {
 
   template <class V>
   void fields(V& v) {
-    v("trace", trace, "HDF5 trace file to write; empty: no trace.");
+    v("trace", trace,
+      "HDF5 trace file to write; empty: no trace. Not implemented yet: `orrery run` rejects a "
+      "non-empty value rather than run without writing it.");
     v("detail", detail,
       "How much the trace keeps: per-rank summaries only, plus collectives, plus every op, plus "
       "every transfer.");
