@@ -302,7 +302,7 @@ class ProgramCoster {
         // Sibling (multi-output) fusion: an open kernel that reads the same value, when that value
         // is at least as large as this op's result (reading it once saves at least as much).
         if (!v.is_op_result() || region_of(v) == kNoRegion) {
-          const auto reader = readers_.find(value_key(v));
+          const auto reader = readers_.find(v.key());
           const bool constant = v.is_op_result() && p_.op(v.op()).kind == OpKind::kConstant;
           if (reader != readers_.end() && !constant && counter_.value_bytes(v, flags) >= result_bytes) {
             join(find_set(reader->second));
@@ -321,7 +321,7 @@ class ProgramCoster {
       is_member_[id] = true;
       for (const workload::ValueRef v : p_.operands(op)) {
         if (region_of(v) != joined) {
-          readers_[value_key(v)] = joined;
+          readers_[v.key()] = joined;
         }
       }
       return;
@@ -370,7 +370,7 @@ class ProgramCoster {
         }
         return;
       }
-      std::uint64_t& read = reads[value_key(v)];
+      std::uint64_t& read = reads[v.key()];
       read = std::max(read, selected);
     };
     const auto add_member = [&](OpId member, const OpCount& count) {
@@ -472,11 +472,6 @@ class ProgramCoster {
     }
     duplicable_[id] = cheap ? 1 : 2;
     return cheap;
-  }
-
-  static std::uint64_t value_key(workload::ValueRef v) {
-    return v.is_op_result() ? (static_cast<std::uint64_t>(v.op()) << 32) | v.index()
-                            : (1ULL << 63) | (static_cast<std::uint64_t>(v.block()) << 32) | v.index();
   }
 
   // Whether a value of kernel `root` is used outside it (directly or through renames).

@@ -15,11 +15,6 @@ using workload::OpCategory;
 using workload::OpKind;
 using Deps = std::vector<std::uint32_t>;  // exec ops a value depends on, sorted and distinct
 
-std::uint64_t key_of(workload::ValueRef value) {
-  return value.is_op_result() ? (static_cast<std::uint64_t>(value.op()) << 32) | value.index()
-                              : (1ULL << 63) | (static_cast<std::uint64_t>(value.block()) << 32) | value.index();
-}
-
 void merge_into(Deps& into, const Deps& from) {
   if (from.empty()) {
     return;
@@ -83,7 +78,7 @@ class ExecGraphBuilder {
     const workload::Block& block = program_.block(block_id);
     const std::size_t count = std::min<std::size_t>(arguments.size(), program_.argument_types(block).size());
     for (std::size_t i = 0; i < count; ++i) {
-      values_[key_of(workload::ValueRef::block_argument(block_id, static_cast<std::uint32_t>(i)))] = arguments[i];
+      values_[workload::ValueRef::block_argument(block_id, static_cast<std::uint32_t>(i)).key()] = arguments[i];
     }
     std::vector<Deps> results;
     // Members of kernels that run at a later op of this block, by kernel op (program order).
@@ -237,11 +232,11 @@ class ExecGraphBuilder {
       return;
     }
     add_exec(id, op, ExecKind::kCompute, &extra);
-    const Deps self = values_[key_of(workload::ValueRef::op_result(id, 0))];
+    const Deps self = values_[workload::ValueRef::op_result(id, 0).key()];
     for (const workload::OpId member : members) {
       const auto results = program_.result_types(program_.op(member)).size();
       for (std::uint32_t r = 0; r < results; ++r) {
-        values_[key_of(workload::ValueRef::op_result(member, r))] = self;
+        values_[workload::ValueRef::op_result(member, r).key()] = self;
       }
     }
   }
@@ -274,7 +269,7 @@ class ExecGraphBuilder {
     const Deps self{index};
     const auto results = program_.result_types(op).size();
     for (std::uint32_t r = 0; r < results; ++r) {
-      values_[key_of(workload::ValueRef::op_result(id, r))] = self;
+      values_[workload::ValueRef::op_result(id, r).key()] = self;
     }
     check_size(id);
   }
@@ -290,18 +285,18 @@ class ExecGraphBuilder {
         elements.push_back(deps_of(operand));
         merge_into(all, elements.back());
       }
-      const std::uint64_t key = key_of(workload::ValueRef::op_result(id, 0));
+      const std::uint64_t key = workload::ValueRef::op_result(id, 0).key();
       values_[key] = std::move(all);
       tuples_[key] = std::move(elements);
       return;
     }
     if (op.kind == OpKind::kGetTupleElement && !operands.empty()) {
-      const auto tuple = tuples_.find(key_of(operands.front()));
+      const auto tuple = tuples_.find(operands.front().key());
       const auto index = program_.attribute(op, "index");
       if (tuple != tuples_.end() && index) {
         const std::size_t element = static_cast<std::size_t>(std::strtoull(std::string(*index).c_str(), nullptr, 10));
         if (element < tuple->second.size()) {
-          values_[key_of(workload::ValueRef::op_result(id, 0))] = tuple->second[element];
+          values_[workload::ValueRef::op_result(id, 0).key()] = tuple->second[element];
           return;
         }
       }
@@ -315,14 +310,14 @@ class ExecGraphBuilder {
     }
     const auto results = program_.result_types(op).size();
     for (std::uint32_t r = 0; r < results; ++r) {
-      values_[key_of(workload::ValueRef::op_result(id, r))] = all;
+      values_[workload::ValueRef::op_result(id, r).key()] = all;
     }
   }
 
   void set_results(workload::OpId id, const std::vector<Deps>& results) {
     const auto count = std::min(results.size(), program_.result_types(program_.op(id)).size());
     for (std::size_t r = 0; r < count; ++r) {
-      values_[key_of(workload::ValueRef::op_result(id, static_cast<std::uint32_t>(r)))] = results[r];
+      values_[workload::ValueRef::op_result(id, static_cast<std::uint32_t>(r)).key()] = results[r];
     }
   }
 
@@ -336,7 +331,7 @@ class ExecGraphBuilder {
 
   const Deps& deps_of(workload::ValueRef value) {
     static const Deps kNone;
-    const auto it = values_.find(key_of(value));
+    const auto it = values_.find(value.key());
     return it == values_.end() ? kNone : it->second;  // function arguments: available at start
   }
 

@@ -58,6 +58,8 @@ class ValueRef {
   [[nodiscard]] OpId op() const;
   [[nodiscard]] BlockId block() const;
   [[nodiscard]] std::uint32_t index() const { return index_ & ~kBlockBit; }
+  // One integer per value (op results and block arguments never collide): a hash-map key.
+  [[nodiscard]] std::uint64_t key() const { return (static_cast<std::uint64_t>(owner_) << 32) | index_; }
   friend bool operator==(ValueRef, ValueRef) = default;
 
  private:

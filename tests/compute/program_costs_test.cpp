@@ -390,6 +390,25 @@ TEST(ProgramCosts, EveryOpOfTheSharedFiles) {
       const ProgramCosts costs = cost_program(p, model, {});
       ++modules;
       ASSERT_EQ(costs.ops.size(), p.op_count());
+      // Region fusion (the scenario default) on every program: every fused op names a kernel op
+      // that is not itself fused, and a kernel in the op's own block comes after it (the exec
+      // graph runs the members there); kernels cost finite, non-negative work.
+      CostOptions regions;
+      regions.fusion = config::FusionMode::kRegions;
+      const ProgramCosts fused = cost_program(p, model, regions);
+      for (OpId id = 0; id < p.op_count(); ++id) {
+        const OpCost& c = fused[id];
+        if (c.role == CostRole::kFused) {
+          ASSERT_NE(c.fused_into, workload::kNoId) << entry.path() << " op " << id;
+          EXPECT_NE(fused[c.fused_into].role, CostRole::kFused) << entry.path() << " op " << id;
+          if (p.op(c.fused_into).block == p.op(id).block) {
+            EXPECT_GT(c.fused_into, id) << entry.path() << " op " << id;
+          }
+        } else if (c.role == CostRole::kCompute) {
+          EXPECT_TRUE(std::isfinite(c.flops.value) && c.flops.value >= 0.0) << entry.path() << " op " << id;
+          EXPECT_GE(c.time, SimTime::zero());
+        }
+      }
       for (OpId id = 0; id < p.op_count(); ++id) {
         const OpCost& c = costs[id];
         if (c.role == CostRole::kCompute) {
