@@ -1,7 +1,6 @@
 #include "network/flow/flow_model.h"
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -26,8 +25,15 @@ FlowModel::FlowModel(const Routing& routing, FlowModelOptions options)
       options_(options),
       solver_(make_sharing_solver(options.solver)),
       link_flows_(routing.topology().graph().num_links()),
+      link_allocated_(routing.topology().graph().num_links(), 0),
       link_visit_(routing.topology().graph().num_links(), 0),
-      link_local_(routing.topology().graph().num_links(), 0) {}
+      link_local_(routing.topology().graph().num_links(), 0) {
+  const Graph& graph = routing.topology().graph();
+  link_capacity_.reserve(graph.num_links());
+  for (LinkId link = 0; link < graph.num_links(); ++link) {
+    link_capacity_.push_back(to_rate_units(graph.link(link).bandwidth.value));
+  }
+}
 
 void FlowModel::start(SimTime now, const TransferRequest& request) {
   ORRERY_ASSERT(now >= now_, "flow model: a transfer started in the past");
@@ -149,27 +155,43 @@ void FlowModel::complete_finished() {
   }
 }
 
+// A finished flow leaves its links; the flows at or above its rate on them may speed up.
 void FlowModel::remove_from_links(std::uint32_t slot) {
-  for (const LinkId link : flows_[slot].path) {
+  const Flow& flow = flows_[slot];
+  for (const LinkId link : flow.path) {
     auto& on_link = link_flows_[link];
     const auto it = std::find(on_link.begin(), on_link.end(), slot);
     *it = on_link.back();
     on_link.pop_back();
-    dirty_links_.push_back(link);
+    link_allocated_[link] -= flow.rate_units;
+    dirty_links_.emplace_back(flow.rate_units, link);
   }
 }
 
-// The flows to re-solve: every active flow (full), or those reachable from the changed flows'
-// links through links they share (incremental), split into connected components: component c
-// holds component_flows_[flow_end_[c-1] .. flow_end_[c]) in transfer-id order and the links
-// component_links_[link_end_[c-1] .. link_end_[c]) in discovery order (the solver breaks ties on
-// link ids). Components are solved separately; their rates do not depend on each other.
+// The least rate a new flow can get (MaxMinSolver's level property): min over its links of
+// floor(capacity / flows on the link), counting every flow now on it.
+RateUnits FlowModel::least_new_rate(std::uint32_t slot) const {
+  RateUnits least = kUnlimitedRate;
+  for (const LinkId link : flows_[slot].path) {
+    least = std::min<RateUnits>(least, link_capacity_[link] / link_flows_[link].size());
+  }
+  return least;
+}
+
+// The flows to re-solve, split into components that are solved separately: every active flow
+// (full), or, from each change (incremental), the flows reachable from its links through shared
+// links whose rate is at or above the change's level, plus new flows. Changes are taken in order
+// of increasing level, so a change reached from an earlier one joins it at the lower level (a
+// lower level is always safe). Component c holds component_flows_[flow_end_[c-1] .. flow_end_[c])
+// and component_links_[link_end_[c-1] .. link_end_[c]); every flow on one of its links at or
+// above its level is in it, so the flows left out are exactly those below the level.
 void FlowModel::collect_components() {
   ++epoch_;
   component_flows_.clear();
   component_links_.clear();
   flow_end_.clear();
   link_end_.clear();
+  RateUnits level = 0;
   auto visit_link = [&](LinkId link) {
     if (link_visit_[link] != epoch_) {
       link_visit_[link] = epoch_;
@@ -178,7 +200,7 @@ void FlowModel::collect_components() {
   };
   auto visit_flow = [&](std::uint32_t slot) {
     Flow& flow = flows_[slot];
-    if (flow.visit == epoch_ || !flow.active) {
+    if (flow.visit == epoch_ || !flow.active || (flow.rated && flow.rate_units < level)) {
       return;
     }
     flow.visit = epoch_;
@@ -208,52 +230,67 @@ void FlowModel::collect_components() {
       visit_flow(slot);
       close_component();
     }
-  } else {
-    for (const std::uint32_t slot : dirty_flows_) {
-      visit_flow(slot);
-      close_component();
+    return;
+  }
+  seeds_.clear();
+  for (const std::uint32_t slot : dirty_flows_) {
+    if (flows_[slot].active && !flows_[slot].rated) {
+      seeds_.push_back(Seed{least_new_rate(slot), 0, slot});
     }
-    for (const LinkId link : dirty_links_) {
-      visit_link(link);
-      close_component();
+  }
+  for (const auto& [from, link] : dirty_links_) {
+    seeds_.push_back(Seed{from, 1, link});
+  }
+  std::sort(seeds_.begin(), seeds_.end());
+  for (const Seed& seed : seeds_) {
+    level = seed.level;
+    if (seed.kind == 0) {
+      visit_flow(seed.index);
+    } else {
+      visit_link(seed.index);
     }
+    close_component();
   }
 }
 
-// Puts component c's flows in transfer-id order and builds its sharing problem.
+// Component c's sharing problem: its links with the capacity the flows below its level leave
+// (capacity - allocated + the component's own old rates), and its flows.
 void FlowModel::build_problem(std::size_t c) {
   const std::size_t first_flow = c == 0 ? 0 : flow_end_[c - 1];
   const std::size_t first_link = c == 0 ? 0 : link_end_[c - 1];
-  order_.clear();
-  for (std::size_t i = first_flow; i < flow_end_[c]; ++i) {
-    order_.emplace_back(flows_[component_flows_[i]].id, component_flows_[i]);
-  }
-  std::sort(order_.begin(), order_.end());
-  const Graph& graph = routing_.topology().graph();
   problem_.clear();
   for (std::size_t i = first_link; i < link_end_[c]; ++i) {
-    link_local_[component_links_[i]] = static_cast<std::uint32_t>(i - first_link);
-    problem_.capacity.push_back(graph.link(component_links_[i]).bandwidth.value);
-    problem_.link_key.push_back(component_links_[i]);
+    const LinkId link = component_links_[i];
+    link_local_[link] = static_cast<std::uint32_t>(i - first_link);
+    problem_.capacity.push_back(link_capacity_[link] - link_allocated_[link]);
+    problem_.link_key.push_back(link);
   }
-  for (std::size_t i = 0; i < order_.size(); ++i) {
-    component_flows_[first_flow + i] = order_[i].second;
-    for (const LinkId link : flows_[order_[i].second].path) {
+  for (std::size_t i = first_flow; i < flow_end_[c]; ++i) {
+    const Flow& flow = flows_[component_flows_[i]];
+    for (const LinkId link : flow.path) {
       problem_.flow_links.push_back(link_local_[link]);
+      if (flow.rated) {
+        problem_.capacity[link_local_[link]] += flow.rate_units;
+      }
     }
     problem_.flow_begin.push_back(static_cast<std::uint32_t>(problem_.flow_links.size()));
   }
 }
 
 // A flow whose rate changed: account what it sent at the old rate, then its new finish time.
-void FlowModel::set_rate(std::uint32_t slot, double rate) {
+void FlowModel::set_rate(std::uint32_t slot, RateUnits units) {
   Flow& flow = flows_[slot];
+  const double rate = to_bytes_per_second(units);
+  for (const LinkId link : flow.path) {
+    link_allocated_[link] += units - (flow.rated ? flow.rate_units : 0);  // exact modulo 2^64
+  }
   if (flow.rated) {
     const double sent = std::floor(flow.rate * static_cast<double>((now_ - flow.updated).ps()) * 1e-12);
     const std::uint64_t keep = flow.remaining > 0 ? flow.remaining - 1 : 0;
     flow.remaining -= sent >= static_cast<double>(keep) ? keep : static_cast<std::uint64_t>(sent);
   }
   flow.rated = true;
+  flow.rate_units = units;
   flow.rate = rate;
   flow.updated = now_;
   flow.finish = now_;
@@ -275,7 +312,7 @@ void FlowModel::solve() {
     const std::size_t first_flow = c == 0 ? 0 : flow_end_[c - 1];
     for (std::size_t i = 0; i < rates_.size(); ++i) {
       const Flow& flow = flows_[component_flows_[first_flow + i]];
-      if (!flow.rated || std::bit_cast<std::uint64_t>(rates_[i]) != std::bit_cast<std::uint64_t>(flow.rate)) {
+      if (!flow.rated || rates_[i] != flow.rate_units) {
         set_rate(component_flows_[first_flow + i], rates_[i]);
       }
     }

@@ -6,17 +6,23 @@
 //
 //   delivery = finish + sum of link latencies,  finish = the time its remaining bytes reach 0.
 //
-// Rates are recomputed once per timestamp at which flows start or finish, and only for the
-// affected component: the flows and links reachable from the changed flows' links through shared
-// links (max-min allocations decompose over such components). Determinism:
+// Rates are recomputed once per timestamp at which flows start or finish, and only for the flows
+// that can change: starting from each changed flow's links, the flows reachable through shared
+// links whose rate is at or above the change's level — a finished flow's old rate, or for a new
+// flow the least rate it can get, min over its links of floor(capacity / flows on the link).
+// Flows below the level keep their rates exactly, and the flows above it are re-solved on the
+// capacity the lower flows leave (MaxMinSolver's level property, exact integer rates), so the
+// result is the one a solve of every flow from scratch gives. Determinism:
+//   - rates are integers (1/1024 B/s) and every sum of them is exact;
 //   - remaining bytes are integers: at a rate change, sent = floor(rate * elapsed), and a flow
 //     keeps at least one byte until its finish time;
 //   - finish = last update + remaining / rate rounded up to a whole picosecond (SimTime rule);
-//   - flows are handed to the solver in transfer-id order, and link ties break on link ids;
-//   - a flow whose new rate is bit-identical to its old one is left untouched, so a full
-//     re-solve of every flow and the incremental re-solve give bit-identical results (tested).
+//   - link ties break on link ids;
+//   - a flow whose new rate equals its old one is left untouched, so a full re-solve of every
+//     flow and the incremental re-solve give bit-identical results (tested).
 #pragma once
 
+#include <compare>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -36,7 +42,7 @@ struct FlowModelOptions {
 struct FlowModelStats {
   std::uint64_t solves = 0;             // re-solves (at most one per timestamp with changes)
   std::uint64_t solved_flows = 0;       // flows handed to the solver, summed over re-solves
-  std::uint64_t largest_component = 0;  // most flows in one connected component re-solved
+  std::uint64_t largest_component = 0;  // most flows in one component re-solved
   std::uint64_t rate_changes = 0;       // flows whose rate changed
   double solve_seconds = 0.0;           // wall time in re-solves (component search, solver, updates)
 };
@@ -64,7 +70,8 @@ class FlowModel final : public NetworkModel {
     std::vector<LinkId> path;
     std::uint64_t bytes = 0;      // the transfer's size
     std::uint64_t remaining = 0;  // bytes still to send at `updated`
-    double rate = 0.0;            // bytes per second, valid when `rated`
+    RateUnits rate_units = 0;     // valid when `rated`
+    double rate = 0.0;            // the same in bytes per second
     SimTime updated;
     SimTime finish;
     SimTime latency;
@@ -87,7 +94,8 @@ class FlowModel final : public NetworkModel {
   void solve();
   void collect_components();
   void build_problem(std::size_t component);
-  void set_rate(std::uint32_t slot, double rate);
+  void set_rate(std::uint32_t slot, RateUnits rate);
+  [[nodiscard]] RateUnits least_new_rate(std::uint32_t slot) const;
   void remove_from_links(std::uint32_t slot);
 
   const Routing& routing_;
@@ -98,10 +106,12 @@ class FlowModel final : public NetworkModel {
   std::vector<std::uint32_t> free_slots_;
   std::unordered_map<TransferId, std::uint32_t> slot_of_;
   std::vector<std::vector<std::uint32_t>> link_flows_;  // per link: slots of the flows on it
+  std::vector<RateUnits> link_capacity_;                // per link: bandwidth in rate units
+  std::vector<RateUnits> link_allocated_;               // per link: sum of its rated flows' rates
   std::vector<std::uint32_t> link_visit_;
   std::vector<std::uint32_t> link_local_;
   std::uint32_t epoch_ = 0;
-  std::vector<LinkId> dirty_links_;
+  std::vector<std::pair<RateUnits, LinkId>> dirty_links_;  // links of finished flows, their level
   std::vector<std::uint32_t> dirty_flows_;
   bool dirty_ = false;
   std::vector<FinishEntry> finishes_;  // min-heap on (time, id)
@@ -111,10 +121,16 @@ class FlowModel final : public NetworkModel {
   std::vector<std::uint32_t> component_flows_;
   std::vector<std::size_t> flow_end_;  // per component: end of its flows in component_flows_
   std::vector<std::size_t> link_end_;  // per component: end of its links in component_links_
-  std::vector<std::pair<TransferId, std::uint32_t>> order_;
+  struct Seed {
+    RateUnits level;
+    std::uint32_t kind;  // 0: a new flow (slot), 1: a finished flow's link
+    std::uint32_t index;
+    auto operator<=>(const Seed&) const = default;
+  };
+  std::vector<Seed> seeds_;
   std::vector<LinkId> component_links_;
   SharingProblem problem_;
-  std::vector<double> rates_;
+  std::vector<RateUnits> rates_;
   FlowModelStats stats_;
 };
 

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 
@@ -18,10 +19,24 @@ struct Later {
 
 }  // namespace
 
-void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rates) {
+RateUnits to_rate_units(double bytes_per_second) {
+  const double units = std::floor(bytes_per_second * kRateUnitsPerBytePerSecond);
+  if (!(units >= 0.0) || units > 9007199254740992.0) {  // 2^53
+    throw OrreryError(ErrorCode::kModel,
+                      fmt::format("flow model: link bandwidth {} B/s is outside 0 .. 8.8e15 B/s", bytes_per_second));
+  }
+  return static_cast<RateUnits>(units);
+}
+
+double to_bytes_per_second(RateUnits rate) {
+  return rate == kUnlimitedRate ? std::numeric_limits<double>::infinity()
+                                : static_cast<double>(rate) / kRateUnitsPerBytePerSecond;
+}
+
+void MaxMinSolver::solve(const SharingProblem& problem, std::vector<RateUnits>& rates) {
   const std::uint32_t flows = problem.num_flows();
   const std::uint32_t links = problem.num_links();
-  rates.assign(flows, std::numeric_limits<double>::infinity());
+  rates.assign(flows, kUnlimitedRate);
   residual_.assign(problem.capacity.begin(), problem.capacity.end());
   unfixed_.assign(links, 0);
   for (const std::uint32_t link : problem.flow_links) {
@@ -48,7 +63,8 @@ void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rat
   }
   std::make_heap(heap_.begin(), heap_.end(), Later{});
   // Heap entries are lower bounds of their link's share: fixing a flow at the smallest share s
-  // turns another link's share R / n into (R - s) / (n - 1) >= R / n, so shares only grow and a
+  // turns another link's share floor(R / n) into floor((R - s) / (n - 1)) >= floor(R / n) (as
+  // R >= n s), so shares only grow and a
   // link is re-queued with its current share when an outdated entry surfaces, instead of on
   // every change (one heap operation per stale pop rather than per flow-link incidence).
   while (!heap_.empty()) {
@@ -59,7 +75,7 @@ void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rat
     if (unfixed_[bottleneck] == 0) {
       continue;
     }
-    const double share = residual_[bottleneck] / unfixed_[bottleneck];
+    const RateUnits share = residual_[bottleneck] / unfixed_[bottleneck];
     if (share > top.share) {
       heap_.push_back(Entry{share, top.key, bottleneck});
       std::push_heap(heap_.begin(), heap_.end(), Later{});
@@ -70,11 +86,16 @@ void MaxMinSolver::solve(const SharingProblem& problem, std::vector<double>& rat
       if (fixed_[f] != 0) {
         continue;
       }
+      if (share == 0) {
+        throw OrreryError(ErrorCode::kModel,
+                          fmt::format("flow model: link {} has {} flows sharing {} B/s, under 1/1024 B/s each",
+                                      top.key, unfixed_[bottleneck], to_bytes_per_second(residual_[bottleneck])));
+      }
       fixed_[f] = 1;
       rates[f] = share;
       for (std::uint32_t j = problem.flow_begin[f]; j < problem.flow_begin[f + 1]; ++j) {
         const std::uint32_t link = problem.flow_links[j];
-        residual_[link] = std::max(0.0, residual_[link] - share);
+        residual_[link] -= share;  // share <= residual / unfixed: never below zero
         --unfixed_[link];
       }
     }
