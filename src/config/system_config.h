@@ -71,6 +71,7 @@ struct SystemConfig {
   ScaleUpConfig scale_up;
   double endpoint_delay_ns = 1000.0;
   double collective_launch_ns = 0.0;
+  std::uint64_t combine_threshold_bytes = 31457287;  // XLA's kDefaultAllReduceCombineThreshold
   CollectiveChoice collectives;
   std::uint32_t chunks = 4;
   std::uint32_t chunks_in_flight = 0;
@@ -92,6 +93,10 @@ struct SystemConfig {
       "Fixed cost of starting a collective on each rank before its first transfer (ns): a library's "
       "kernel launch and setup, as NCCL's. 0: none.",
       nonnegative());
+    v("combine_threshold_bytes", combine_threshold_bytes,
+      "Combine independent all-reduces (and all-gathers, reduce-scatters) of one block with the same "
+      "groups into one collective of at most this many bytes, as XLA's GPU combiner passes do before "
+      "a program runs (default: XLA's 30 MiB + 7 B); 0: run every collective as written.");
     v("collectives", collectives, "Collective algorithm per kind.");
     v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",
       at_least(1));

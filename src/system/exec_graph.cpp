@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "util/assert.h"
 #include "util/error.h"
@@ -83,9 +84,74 @@ class ExecGraphBuilder {
     std::vector<Deps> results;
     // Members of kernels that run at a later op of this block, by kernel op (program order).
     std::unordered_map<workload::OpId, std::vector<workload::OpId>> deferred;
+    // Results not produced yet that an op between its producer and the producer's kernel op may
+    // read: members of combined collectives (whose other members may follow), and ops waiting for
+    // such values. Fused compute members are not listed: the cost table guarantees that nothing
+    // outside their kernel reads them before it.
+    std::unordered_set<std::uint64_t> pending;
+    std::vector<workload::OpId> waiting;  // ops that read pending values, in program order
+    auto mark_pending = [&](workload::OpId id) {
+      const auto outputs = program_.result_types(program_.op(id)).size();
+      for (std::uint32_t r = 0; r < outputs; ++r) {
+        pending.insert(workload::ValueRef::op_result(id, r).key());
+      }
+    };
+    auto unmark_pending = [&](workload::OpId id) {
+      const auto outputs = program_.result_types(program_.op(id)).size();
+      for (std::uint32_t r = 0; r < outputs; ++r) {
+        pending.erase(workload::ValueRef::op_result(id, r).key());
+      }
+    };
+    auto reads_pending = [&](workload::OpId id) {
+      for (const workload::ValueRef operand : program_.operands(program_.op(id))) {
+        if (pending.contains(operand.key())) {
+          return true;
+        }
+      }
+      return false;
+    };
+    auto ready = [&](workload::OpId id) {
+      if (pending.empty()) {
+        return true;
+      }
+      if (reads_pending(id)) {
+        return false;
+      }
+      const auto members = deferred.find(id);
+      return members == deferred.end() ||
+             std::none_of(members->second.begin(), members->second.end(), reads_pending);
+    };
+    auto process = [&](workload::OpId id) {
+      const auto members = deferred.find(id);
+      if (members == deferred.end()) {
+        run_op(id, program_.op(id));
+        unmark_pending(id);
+        return;
+      }
+      run_kernel(id, program_.op(id), members->second);
+      unmark_pending(id);
+      for (const workload::OpId member : members->second) {
+        unmark_pending(member);
+      }
+      deferred.erase(members);
+    };
+    // Runs waiting ops that became ready, in program order, until none does.
+    auto release = [&]() {
+      for (std::size_t i = 0; i < waiting.size();) {
+        if (ready(waiting[i])) {
+          const workload::OpId id = waiting[i];
+          waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+          process(id);
+          i = 0;
+        } else {
+          ++i;
+        }
+      }
+    };
     for (const workload::OpId id : program_.ops(block)) {
       const workload::Op& op = program_.op(id);
       if (op.kind == OpKind::kReturn) {
+        release();
         for (const workload::ValueRef operand : program_.operands(op)) {
           results.push_back(deps_of(operand));
         }
@@ -94,17 +160,23 @@ class ExecGraphBuilder {
       const workload::OpId kernel = kernel_of_ ? kernel_of_(id) : workload::kNoId;
       if (kernel != workload::kNoId && kernel > id && program_.op(kernel).block == block_id) {
         deferred[kernel].push_back(id);
+        if (workload::op_category(op.kind) == OpCategory::kCollective) {
+          mark_pending(id);
+        }
         continue;
       }
-      const auto members = deferred.find(id);
-      if (members == deferred.end()) {
-        run_op(id, op);
+      if (!ready(id)) {
+        waiting.push_back(id);
+        mark_pending(id);
         continue;
       }
-      run_kernel(id, op, members->second);
-      deferred.erase(members);
+      process(id);
+      if (!waiting.empty()) {
+        release();
+      }
     }
-    ORRERY_ASSERT(deferred.empty(), "every deferred op's kernel op follows it in its block");
+    ORRERY_ASSERT(deferred.empty() && waiting.empty(),
+                  "every deferred op's kernel op follows it in its block, and every waiting op ran");
     return results;
   }
 
@@ -210,8 +282,8 @@ class ExecGraphBuilder {
     return size;
   }
 
-  // A fused kernel at its kernel op: depends on what the members' outside operands depend on;
-  // the members' results are the kernel's.
+  // A fused kernel (or a combined collective) at its kernel op: depends on what the members'
+  // outside operands depend on; the members' results are the kernel's.
   void run_kernel(workload::OpId id, const workload::Op& op, const std::vector<workload::OpId>& members) {
     const auto inside = [&](workload::ValueRef v) {
       return v.is_op_result() && (v.op() == id || kernel_of_(v.op()) == id);
@@ -224,14 +296,15 @@ class ExecGraphBuilder {
         }
       }
     }
-    if (!takes_time_(id)) {  // not a kernel after all: the members pass dependencies through
+    const bool collective = workload::op_category(op.kind) == OpCategory::kCollective;
+    if (!collective && !takes_time_(id)) {  // not a kernel after all: the members pass dependencies through
       run_op(id, op);
       for (const workload::OpId member : members) {
         pass_through(member, program_.op(member));
       }
       return;
     }
-    add_exec(id, op, ExecKind::kCompute, &extra);
+    add_exec(id, op, collective ? ExecKind::kCollective : ExecKind::kCompute, &extra);
     const Deps self = values_[workload::ValueRef::op_result(id, 0).key()];
     for (const workload::OpId member : members) {
       const auto results = program_.result_types(program_.op(member)).size();

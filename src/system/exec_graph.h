@@ -16,6 +16,13 @@
 // what every member's outside operands depend on, and the members' results (and renames of them)
 // become available when the kernel ends. The cost table guarantees that no op outside the kernel
 // uses a member's value before the kernel op, so moving the members there keeps every dependency.
+//
+// Combined collectives (XLA's all-reduce / all-gather / reduce-scatter combiners, see
+// ProgramModel): kernel_of maps every member of a combined group to its last member, which becomes
+// one collective exec op depending on what all members' operands depend on. Members are
+// independent, but an op between a member and the last member may read the member's result: such
+// an op (and whatever reads its results) waits, and runs right after the combined op, in program
+// order — as the ops after XLA's combined collective read its tuple elements.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +50,9 @@ enum class BranchRule : std::uint8_t { kLargest, kFirst, kLast };
 struct ExecGraphOptions {
   BranchRule branch_rule = BranchRule::kLargest;
   std::uint64_t max_ops = 50'000'000;  // refuse to unroll beyond this many exec ops
+  // Collective combining (ProgramModel): combined size and count limits; 0 bytes: off.
+  std::uint64_t combine_bytes = 0;
+  std::uint32_t combine_count = 256;
 };
 
 class ExecGraph {

@@ -42,7 +42,8 @@ struct GroupSet {
 struct CollectiveInfo {
   workload::OpId op = 0;
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  std::uint64_t bytes = 0;      // the plan's n: all-reduce input, all-gather output, ...
+  std::uint64_t bytes = 0;      // the plan's n: all-reduce input, all-gather output, ... (summed if combined)
+  std::uint32_t combined = 1;   // ops combined into this one (XLA's collective combiners)
   std::uint32_t group_set = 0;  // for kPermute: the group of all devices in pairs
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // kPermute: (source, target) devices
 };
@@ -89,6 +90,11 @@ class ProgramModel {
 
  private:
   std::uint32_t intern_groups(const std::vector<std::vector<std::uint32_t>>& groups);
+  // The device groups of a collective, interned; throws like the collective description does.
+  std::uint32_t group_set_of(workload::OpId id, std::uint32_t replicas);
+  // XLA's collective combiners: groups of independent ops of one block and key, by last member.
+  void combine_collectives(const ExecGraphOptions& options, std::uint32_t replicas);
+  [[nodiscard]] std::uint64_t plan_bytes(workload::OpId id) const;
 
   std::shared_ptr<const workload::Program> program_;
   std::string label_;
@@ -103,6 +109,8 @@ class ProgramModel {
   std::map<std::vector<std::vector<std::uint32_t>>, std::uint32_t> group_set_ids_;
   std::vector<PeerInfo> peers_;
   std::unordered_map<workload::OpId, std::uint32_t> peer_index_;
+  std::unordered_map<workload::OpId, workload::OpId> combined_into_;              // member -> last member
+  std::unordered_map<workload::OpId, std::vector<workload::OpId>> combined_members_;  // last member -> all
 };
 
 }  // namespace orrery::system

@@ -944,6 +944,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     }
     ExecGraphOptions graph_options;
     graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
+    graph_options.combine_bytes = scenario.system.combine_threshold_bytes;
     for (const ProgramInput& program : input.programs) {
       const std::uint32_t devices = program.replicas > 0 ? program.replicas : program.program->num_devices();
       if (program.ranks.size() != devices) {
@@ -1219,8 +1220,9 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       if (const auto found = collective_info[c.program].find(c.op); found != collective_info[c.program].end()) {
         const CollectiveInfo& info = *found->second;
         const auto& groups = program.group_set(info.group_set).groups;
-        total.what = fmt::format("{} of {} over {} ranks", collective_kind_name(info.kind),
-                                 human_bytes(static_cast<double>(info.bytes)), groups.empty() ? 0 : groups.front().size());
+        total.what = fmt::format("{} of {} over {} ranks{}", collective_kind_name(info.kind),
+                                 human_bytes(static_cast<double>(info.bytes)), groups.empty() ? 0 : groups.front().size(),
+                                 info.combined > 1 ? fmt::format(" ({} ops combined)", info.combined) : "");
       } else {
         total.what = program.kernel_label(c.op);
       }

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The shipped 1,024-device scenarios run as shipped (analytical network), on one process and on
-# two, with identical summaries (wall times and engine statistics aside). Label "scale": part of
-# `make test` (ctest --preset release), left out of the sanitizer build.
+# The shipped 1,024-device scenarios run as shipped (analytical network), and the fat-tree one with
+# the flow model too, on one process and on two, with identical summaries (wall times and engine
+# statistics aside). Label "scale": part of `make test` (ctest --preset release, about 1.5 min on
+# 2 cores), left out of the sanitizer build.
 set -euo pipefail
 orrery=$1
 mpirun=$2
 root=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for name in resnet50-1024-fat-tree resnet50-1024-dragonfly; do
+for run in resnet50-1024-fat-tree:analytical resnet50-1024-dragonfly:analytical resnet50-1024-fat-tree:flow; do
+  name=${run%%:*}
   scenario=$root/configs/scenarios/$name.yaml
-  "$orrery" --log-level error run "$scenario" --summary-json "$work/one.json" > /dev/null
-  "$mpirun" -np 2 "$orrery" --log-level error run "$scenario" --summary-json "$work/two.json" > /dev/null
-  /usr/bin/python3 - "$work/one.json" "$work/two.json" "$name" <<'PY'
+  model=network.model=${run##*:}
+  "$orrery" --log-level error run "$scenario" --set "$model" --summary-json "$work/one.json" > /dev/null
+  "$mpirun" -np 2 "$orrery" --log-level error run "$scenario" --set "$model" --summary-json "$work/two.json" > /dev/null
+  /usr/bin/python3 - "$work/one.json" "$work/two.json" "$run" <<'PY'
 import json, sys
 one, two = (json.load(open(path)) for path in sys.argv[1:3])
 assert one["ranks"] == 1024, one["ranks"]

@@ -135,6 +135,47 @@ TEST(Simulation, TheCollectiveLaunchCostComesBeforeTheFirstTransfer) {
   }
 }
 
+// A 1 MiB sum all-reduce over the 4 replicas.
+std::string all_reduce(const std::string& result, const std::string& operand) {
+  return "    " + result + " = \"stablehlo.all_reduce\"(" + operand +
+         ") ({\n    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n      %s = stablehlo.add %a, %b : tensor<f32>\n"
+         "      stablehlo.return %s : tensor<f32>\n    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : "
+         "(tensor<262144xf32>) -> tensor<262144xf32>\n";
+}
+
+// Two independent 1 MiB all-reduces over the same replicas, both read by the multiply.
+const std::string kTwoAllReduces =
+    "module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+    "  func.func public @main(%arg0: tensor<262144xf32>, %arg1: tensor<262144xf32>) -> tensor<262144xf32> {\n"
+    "    %0 = stablehlo.add %arg0, %arg0 : tensor<262144xf32>\n" +
+    all_reduce("%1", "%0") + all_reduce("%2", "%arg1") +
+    "    %3 = stablehlo.multiply %1, %2 : tensor<262144xf32>\n"
+    "    return %3 : tensor<262144xf32>\n"
+    "  }\n"
+    "}\n";
+
+TEST(Simulation, CombinedAllReducesRunAsOneOfTheSummedSize) {
+  // Combined (default threshold): after the add, one ring all-reduce of n = 2 MiB:
+  //   T = 10 µs + 6 (1.5 µs + 524288 B / 1e11 B/s) + 10 µs, launch cost paid once.
+  // Not combined (threshold 0): the comm stream issues collectives in program order, one at a
+  // time, so the second (ready at 0) follows the first: T = 10 µs + 2 R + 10 µs, R the 1 MiB ring.
+  const double combined = 6 * (1.5e-6 + 5.24288e-6);
+  for (const char* model : {"analytical", "flow"}) {
+    SCOPED_TRACE(model);
+    const Outcome one = run(kTwoAllReduces, scenario_text(model));
+    ASSERT_EQ(one.error, "");
+    EXPECT_NEAR(one.summary.step_time_s, 20e-6 + combined, 1e-12);
+    ASSERT_EQ(one.summary.algorithms.size(), 1U);
+    EXPECT_EQ(one.summary.algorithms.front(), "all_reduce: ring (1)");
+    const Outcome launched = run(kTwoAllReduces, scenario_text(model), 1, {"system.collective_launch_ns=7000"});
+    EXPECT_NEAR(launched.summary.step_time_s, 27e-6 + combined, 1e-12);
+    const Outcome two = run(kTwoAllReduces, scenario_text(model), 1, {"system.combine_threshold_bytes=0"});
+    ASSERT_EQ(two.error, "");
+    EXPECT_NEAR(two.summary.step_time_s, 20e-6 + 2 * kRingSeconds, 1e-12);
+    EXPECT_EQ(two.summary.algorithms.front(), "all_reduce: ring (2)");
+  }
+}
+
 TEST(Simulation, IndependentComputeOverlapsTheCollective) {
   // add [0,10]; all-reduce [10, 10+R]; multiply (independent) [10, 20] overlaps it;
   // the final add waits for the all-reduce: T = 10 + R + 10; exposed = R - 10 µs.
