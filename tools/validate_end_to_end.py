@@ -196,7 +196,7 @@ def main():
               "batch-norm statistics). ResNet-18, exported with the measured workload set, is much closer"
               f"{resnet18}.")
         print("- **Collective combining is XLA's rule, not XLA's result.** The exports hold one all-reduce per "
-              "parameter; Orrery combines independent ones of a block up to XLA's default 30 MiB as XLA's combiner "
+              "parameter; Orrery combines independent ones of a computation up to XLA's default 30 MiB as XLA's combiner "
               "passes do (docs/collectives.md, \"Combining\"), but XLA's scheduler may also reorder and pipeline "
               "them, which Orrery does not (compare the row without combining).")
         print("- **No convolution kernel data.** Convolutions take the GEMM efficiency fitted on Vidur's GEMMs "

@@ -94,8 +94,9 @@ struct SystemConfig {
       "kernel launch and setup, as NCCL's. 0: none.",
       nonnegative());
     v("combine_threshold_bytes", combine_threshold_bytes,
-      "Combine independent all-reduces (and all-gathers, reduce-scatters) of one block with the same "
-      "groups into one collective of at most this many bytes, as XLA's GPU combiner passes do before "
+      "Combine independent all-reduces (and all-gathers, reduce-scatters) of one computation with the "
+      "same key (kind, reduction, element type, groups) into one collective of at most this many bytes "
+      "(the results' sizes), as XLA's GPU combiner passes do before "
       "a program runs (default: XLA's 30 MiB + 7 B); 0: run every collective as written.");
     v("collectives", collectives, "Collective algorithm per kind.");
     v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",

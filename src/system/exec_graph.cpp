@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "util/assert.h"
 #include "util/error.h"
@@ -31,8 +30,13 @@ void merge_into(Deps& into, const Deps& from) {
 class ExecGraphBuilder {
  public:
   ExecGraphBuilder(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
-                   const ExecGraphOptions& options, const std::function<workload::OpId(workload::OpId)>& kernel_of)
-      : program_(program), takes_time_(takes_time), options_(options), kernel_of_(kernel_of) {}
+                   const ExecGraphOptions& options, const std::function<workload::OpId(workload::OpId)>& kernel_of,
+                   const std::function<std::optional<CombineKey>(workload::OpId)>& combine_key)
+      : program_(program),
+        takes_time_(takes_time),
+        options_(options),
+        kernel_of_(kernel_of),
+        combine_key_(combine_key) {}
 
   ExecGraph build() {
     const workload::FunctionId entry = program_.entry_function();
@@ -84,74 +88,9 @@ class ExecGraphBuilder {
     std::vector<Deps> results;
     // Members of kernels that run at a later op of this block, by kernel op (program order).
     std::unordered_map<workload::OpId, std::vector<workload::OpId>> deferred;
-    // Results not produced yet that an op between its producer and the producer's kernel op may
-    // read: members of combined collectives (whose other members may follow), and ops waiting for
-    // such values. Fused compute members are not listed: the cost table guarantees that nothing
-    // outside their kernel reads them before it.
-    std::unordered_set<std::uint64_t> pending;
-    std::vector<workload::OpId> waiting;  // ops that read pending values, in program order
-    auto mark_pending = [&](workload::OpId id) {
-      const auto outputs = program_.result_types(program_.op(id)).size();
-      for (std::uint32_t r = 0; r < outputs; ++r) {
-        pending.insert(workload::ValueRef::op_result(id, r).key());
-      }
-    };
-    auto unmark_pending = [&](workload::OpId id) {
-      const auto outputs = program_.result_types(program_.op(id)).size();
-      for (std::uint32_t r = 0; r < outputs; ++r) {
-        pending.erase(workload::ValueRef::op_result(id, r).key());
-      }
-    };
-    auto reads_pending = [&](workload::OpId id) {
-      for (const workload::ValueRef operand : program_.operands(program_.op(id))) {
-        if (pending.contains(operand.key())) {
-          return true;
-        }
-      }
-      return false;
-    };
-    auto ready = [&](workload::OpId id) {
-      if (pending.empty()) {
-        return true;
-      }
-      if (reads_pending(id)) {
-        return false;
-      }
-      const auto members = deferred.find(id);
-      return members == deferred.end() ||
-             std::none_of(members->second.begin(), members->second.end(), reads_pending);
-    };
-    auto process = [&](workload::OpId id) {
-      const auto members = deferred.find(id);
-      if (members == deferred.end()) {
-        run_op(id, program_.op(id));
-        unmark_pending(id);
-        return;
-      }
-      run_kernel(id, program_.op(id), members->second);
-      unmark_pending(id);
-      for (const workload::OpId member : members->second) {
-        unmark_pending(member);
-      }
-      deferred.erase(members);
-    };
-    // Runs waiting ops that became ready, in program order, until none does.
-    auto release = [&]() {
-      for (std::size_t i = 0; i < waiting.size();) {
-        if (ready(waiting[i])) {
-          const workload::OpId id = waiting[i];
-          waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
-          process(id);
-          i = 0;
-        } else {
-          ++i;
-        }
-      }
-    };
     for (const workload::OpId id : program_.ops(block)) {
       const workload::Op& op = program_.op(id);
       if (op.kind == OpKind::kReturn) {
-        release();
         for (const workload::ValueRef operand : program_.operands(op)) {
           results.push_back(deps_of(operand));
         }
@@ -160,23 +99,17 @@ class ExecGraphBuilder {
       const workload::OpId kernel = kernel_of_ ? kernel_of_(id) : workload::kNoId;
       if (kernel != workload::kNoId && kernel > id && program_.op(kernel).block == block_id) {
         deferred[kernel].push_back(id);
-        if (workload::op_category(op.kind) == OpCategory::kCollective) {
-          mark_pending(id);
-        }
         continue;
       }
-      if (!ready(id)) {
-        waiting.push_back(id);
-        mark_pending(id);
+      const auto members = deferred.find(id);
+      if (members == deferred.end()) {
+        run_op(id, op);
         continue;
       }
-      process(id);
-      if (!waiting.empty()) {
-        release();
-      }
+      run_kernel(id, op, members->second);
+      deferred.erase(members);
     }
-    ORRERY_ASSERT(deferred.empty() && waiting.empty(),
-                  "every deferred op's kernel op follows it in its block, and every waiting op ran");
+    ORRERY_ASSERT(deferred.empty(), "every deferred op's kernel op follows it in its block");
     return results;
   }
 
@@ -227,8 +160,11 @@ class ExecGraphBuilder {
       throw OrreryError(Error{ErrorCode::kInvalidInput, "while without a body region", program_.location(op.offset), {}});
     }
     std::vector<Deps> carried = operand_deps(op);
+    const std::uint32_t outer = scope_;
     for (std::uint64_t i = 0; i < trips; ++i) {
+      scope_ = next_scope_++;  // each iteration is its own computation instance
       std::vector<Deps> next = run_region(regions[1], carried);
+      scope_ = outer;
       if (next.size() == carried.size()) {
         carried.swap(next);
       }
@@ -264,7 +200,10 @@ class ExecGraphBuilder {
       merge_into(gate, deps_of(operand));
     }
     gates_.push_back(std::move(gate));
+    const std::uint32_t outer = scope_;
+    scope_ = next_scope_++;
     set_results(id, run_region(regions[chosen], {}));
+    scope_ = outer;
     gates_.pop_back();
   }
 
@@ -282,8 +221,8 @@ class ExecGraphBuilder {
     return size;
   }
 
-  // A fused kernel (or a combined collective) at its kernel op: depends on what the members'
-  // outside operands depend on; the members' results are the kernel's.
+  // A fused kernel at its kernel op: depends on what the members' outside operands depend on;
+  // the members' results are the kernel's.
   void run_kernel(workload::OpId id, const workload::Op& op, const std::vector<workload::OpId>& members) {
     const auto inside = [&](workload::ValueRef v) {
       return v.is_op_result() && (v.op() == id || kernel_of_(v.op()) == id);
@@ -296,15 +235,14 @@ class ExecGraphBuilder {
         }
       }
     }
-    const bool collective = workload::op_category(op.kind) == OpCategory::kCollective;
-    if (!collective && !takes_time_(id)) {  // not a kernel after all: the members pass dependencies through
+    if (!takes_time_(id)) {  // not a kernel after all: the members pass dependencies through
       run_op(id, op);
       for (const workload::OpId member : members) {
         pass_through(member, program_.op(member));
       }
       return;
     }
-    add_exec(id, op, collective ? ExecKind::kCollective : ExecKind::kCompute, &extra);
+    add_exec(id, op, ExecKind::kCompute, &extra);
     const Deps self = values_[workload::ValueRef::op_result(id, 0).key()];
     for (const workload::OpId member : members) {
       const auto results = program_.result_types(program_.op(member)).size();
@@ -330,6 +268,11 @@ class ExecGraphBuilder {
     if (kind == ExecKind::kCollective) {
       ordinal = static_cast<std::uint32_t>(graph_.collectives_.size());
       graph_.collectives_.push_back(index);
+      if (options_.combine_bytes > 0 && combine_key_) {
+        if (const std::optional<CombineKey> key = combine_key_(id)) {
+          candidates_.push_back(Candidate{index, scope_, key->key, key->bytes});
+        }
+      }
     } else if (kind == ExecKind::kSend || kind == ExecKind::kRecv) {
       const std::int64_t channel = program_.collective(op).channel_id;
       ordinal = (kind == ExecKind::kSend ? send_occurrences_ : recv_occurrences_)[channel]++;
@@ -419,7 +362,194 @@ class ExecGraphBuilder {
     }
   }
 
+  // --- collective combining (see exec_graph.h) --------------------------------------------------
+
+  struct Candidate {
+    std::uint32_t exec;
+    std::uint32_t scope;
+    std::uint32_t key;
+    std::uint64_t bytes;
+  };
+
+  void combine() {
+    const auto n = static_cast<std::uint32_t>(graph_.ops_.size());
+    constexpr std::uint32_t kNone = 0xffffffffU;
+    std::vector<std::vector<std::uint32_t>> preds(n);
+    std::vector<std::vector<std::uint32_t>> consumers(n);
+    for (const auto& [producer, consumer] : edges_) {
+      preds[consumer].push_back(producer);
+      consumers[producer].push_back(consumer);
+    }
+    std::vector<std::uint32_t> candidate_of(n, kNone);
+    for (std::uint32_t c = 0; c < candidates_.size(); ++c) {
+      candidate_of[candidates_[c].exec] = c;
+    }
+    std::vector<std::uint8_t> placed(candidates_.size(), 0);
+    // Candidates not yet placed per (scope, key): a group's scan stops when none is left.
+    std::unordered_map<std::uint64_t, std::uint32_t> remaining;
+    const auto scope_key = [&](const Candidate& c) { return (std::uint64_t{c.scope} << 32) | c.key; };
+    for (const Candidate& c : candidates_) {
+      ++remaining[scope_key(c)];
+    }
+    const auto place = [&](std::uint32_t c) {
+      placed[c] = 1;
+      --remaining[scope_key(candidates_[c])];
+    };
+    std::vector<std::uint8_t> alive(n, 1);
+    std::vector<std::vector<workload::OpId>> sources(n);  // merged ops: the IR ops they run
+    std::vector<std::uint32_t> order(n);                  // a topological order, program order at first
+    for (std::uint32_t i = 0; i < n; ++i) {
+      order[i] = i;
+    }
+    std::vector<std::uint32_t> reach(n, 0);  // == round: a member of the group, or depends on one
+    std::uint32_t round = 0;
+    std::vector<std::uint32_t> group;
+    const auto reach_from = [&](std::uint32_t v) {
+      for (const std::uint32_t w : consumers[v]) {
+        reach[w] = round;
+      }
+    };
+    for (std::size_t cursor = 0; cursor < order.size();) {
+      const std::uint32_t first = candidate_of[order[cursor]];
+      if (!alive[order[cursor]] || first == kNone || placed[first] != 0) {
+        ++cursor;
+        continue;
+      }
+      ++round;
+      group.clear();
+      std::uint64_t bytes = 0;
+      std::size_t last = cursor;  // position of the last member
+      for (std::size_t q = cursor; q < order.size(); ++q) {
+        const std::uint32_t v = order[q];
+        if (!alive[v]) {
+          continue;
+        }
+        const bool depends = reach[v] == round;
+        const std::uint32_t c = candidate_of[v];
+        const bool same = c != kNone && placed[c] == 0 && candidates_[c].key == candidates_[first].key &&
+                          candidates_[c].scope == candidates_[first].scope;
+        if (same && candidates_[c].bytes > options_.combine_bytes) {
+          place(c);  // larger than the limit: never combined
+          if (depends) {
+            reach_from(v);
+          }
+        } else if (same) {
+          if (depends || bytes + candidates_[c].bytes > options_.combine_bytes) {
+            break;
+          }
+          group.push_back(v);
+          bytes += candidates_[c].bytes;
+          place(c);
+          reach[v] = round;
+          reach_from(v);
+          last = q;
+          if (group.size() >= options_.combine_count) {
+            break;
+          }
+        } else if (depends) {
+          reach_from(v);
+        }
+        if (remaining[scope_key(candidates_[first])] == 0) {
+          break;  // nothing left to join this group
+        }
+      }
+      if (group.size() < 2) {
+        continue;  // the first candidate is placed alone; the cursor moves on next time
+      }
+      // Merge into the last member: its inputs and users are the union of the members'.
+      const std::uint32_t merged = group.back();
+      for (const std::uint32_t member : group) {
+        sources[merged].push_back(graph_.ops_[member].source);
+        if (member == merged) {
+          continue;
+        }
+        for (const std::uint32_t p : preds[member]) {
+          std::replace(consumers[p].begin(), consumers[p].end(), member, merged);
+          preds[merged].push_back(p);
+        }
+        for (const std::uint32_t w : consumers[member]) {
+          std::replace(preds[w].begin(), preds[w].end(), member, merged);
+          consumers[merged].push_back(w);
+        }
+        preds[member].clear();
+        consumers[member].clear();
+        alive[member] = 0;
+      }
+      // Between the first and the last member: what depends on a member moves after the merged op,
+      // the rest keeps its order before it (members' inputs are among the rest).
+      // Dead entries (these members, and earlier groups' members) stay in the span, at its end.
+      std::vector<std::uint32_t> before;
+      std::vector<std::uint32_t> after;
+      std::vector<std::uint32_t> dead;
+      for (std::size_t q = cursor; q <= last; ++q) {
+        const std::uint32_t v = order[q];
+        if (v != merged) {
+          (alive[v] == 0 ? dead : reach[v] == round ? after : before).push_back(v);
+        }
+      }
+      std::size_t q = cursor;
+      for (const std::uint32_t v : before) {
+        order[q++] = v;
+      }
+      order[q++] = merged;
+      for (const std::uint32_t v : after) {
+        order[q++] = v;
+      }
+      for (const std::uint32_t v : dead) {
+        order[q++] = v;
+      }
+      ORRERY_ASSERT(q == last + 1, "the reordered span keeps its length");
+    }
+    // Renumber in the new order; edges deduplicated, in consumer order.
+    std::vector<std::uint32_t> renumber(n, kNone);
+    std::uint32_t next = 0;
+    for (const std::uint32_t v : order) {
+      if (alive[v] != 0) {
+        renumber[v] = next++;
+      }
+    }
+    std::vector<ExecOp> ops;
+    ops.reserve(next);
+    std::vector<std::uint32_t> in_degree;
+    in_degree.reserve(next);
+    std::vector<std::uint32_t> collectives;
+    edges_.clear();
+    graph_.combined_begin_.assign(1, 0);
+    graph_.combined_sources_.clear();
+    std::vector<std::uint32_t> mapped;
+    for (const std::uint32_t v : order) {
+      if (alive[v] == 0) {
+        continue;
+      }
+      ExecOp op = graph_.ops_[v];
+      if (op.kind == ExecKind::kCollective) {
+        op.ordinal = static_cast<std::uint32_t>(collectives.size());
+        collectives.push_back(renumber[v]);
+      }
+      ops.push_back(op);
+      mapped.clear();
+      for (const std::uint32_t p : preds[v]) {
+        mapped.push_back(renumber[p]);
+      }
+      std::sort(mapped.begin(), mapped.end());
+      mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
+      ORRERY_ASSERT(mapped.empty() || mapped.back() < renumber[v], "combining keeps a topological order");
+      in_degree.push_back(static_cast<std::uint32_t>(mapped.size()));
+      for (const std::uint32_t p : mapped) {
+        edges_.emplace_back(p, renumber[v]);
+      }
+      graph_.combined_sources_.insert(graph_.combined_sources_.end(), sources[v].begin(), sources[v].end());
+      graph_.combined_begin_.push_back(static_cast<std::uint32_t>(graph_.combined_sources_.size()));
+    }
+    graph_.ops_ = std::move(ops);
+    graph_.in_degree_ = std::move(in_degree);
+    graph_.collectives_ = std::move(collectives);
+  }
+
   ExecGraph finish() {
+    if (options_.combine_bytes > 0 && candidates_.size() >= 2) {
+      combine();
+    }
     const auto n = static_cast<std::uint32_t>(graph_.ops_.size());
     graph_.consumer_begin_.assign(n + 1, 0);
     for (const auto& [producer, consumer] : edges_) {
@@ -447,6 +577,10 @@ class ExecGraphBuilder {
   const std::function<bool(workload::OpId)>& takes_time_;
   ExecGraphOptions options_;
   const std::function<workload::OpId(workload::OpId)>& kernel_of_;
+  const std::function<std::optional<CombineKey>(workload::OpId)>& combine_key_;
+  std::vector<Candidate> candidates_;
+  std::uint32_t scope_ = 0;       // the computation instance ops are added to
+  std::uint32_t next_scope_ = 1;
   ExecGraph graph_;
   std::unordered_map<std::uint64_t, Deps> values_;
   std::unordered_map<std::uint64_t, std::vector<Deps>> tuples_;
@@ -459,14 +593,15 @@ class ExecGraphBuilder {
 
 ExecGraph ExecGraph::build(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
                            const ExecGraphOptions& options,
-                           const std::function<workload::OpId(workload::OpId)>& kernel_of) {
-  return ExecGraphBuilder(program, takes_time, options, kernel_of).build();
+                           const std::function<workload::OpId(workload::OpId)>& kernel_of,
+                           const std::function<std::optional<CombineKey>(workload::OpId)>& combine_key) {
+  return ExecGraphBuilder(program, takes_time, options, kernel_of, combine_key).build();
 }
 
 std::size_t ExecGraph::heap_bytes() const {
   return ops_.capacity() * sizeof(ExecOp) +
          (consumer_begin_.capacity() + consumers_.capacity() + in_degree_.capacity() + sources_.capacity() +
-          collectives_.capacity()) *
+          collectives_.capacity() + combined_begin_.capacity() + combined_sources_.capacity()) *
              sizeof(std::uint32_t);
 }
 

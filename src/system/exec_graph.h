@@ -17,16 +17,23 @@
 // become available when the kernel ends. The cost table guarantees that no op outside the kernel
 // uses a member's value before the kernel op, so moving the members there keeps every dependency.
 //
-// Combined collectives (XLA's all-reduce / all-gather / reduce-scatter combiners, see
-// ProgramModel): kernel_of maps every member of a combined group to its last member, which becomes
-// one collective exec op depending on what all members' operands depend on. Members are
-// independent, but an op between a member and the last member may read the member's result: such
-// an op (and whatever reads its results) waits, and runs right after the combined op, in program
-// order — as the ops after XLA's combined collective read its tuple elements.
+// Collective combining (XLA's all-reduce / all-gather / reduce-scatter combiners; `combine_key`
+// says which ops may combine and their size) works on the finished graph, where every data
+// dependency is explicit (fused kernels, inlined calls, unrolled loops, values that nested
+// regions read). It follows XLA's CombineInstructionsByKey: ops of one computation instance (calls
+// are inlined; each loop iteration and each branch execution is its own instance) and one key are
+// grouped greedily in program order; a group ends at an op that depends on a member or would
+// exceed the size or count limit. Groups are formed one at a time on the graph as the previous
+// groups left it, so no group can close a cycle through another. A group becomes one collective
+// exec op (at its last member): it waits for what every member waits for, and everything that
+// waited for a member waits for it; ops between the members that depend on a member move after
+// it, the others keep their order. Send and recv ordinals (matching labels) are those of program
+// order; collective ordinals follow the new order.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,9 +57,14 @@ enum class BranchRule : std::uint8_t { kLargest, kFirst, kLast };
 struct ExecGraphOptions {
   BranchRule branch_rule = BranchRule::kLargest;
   std::uint64_t max_ops = 50'000'000;  // refuse to unroll beyond this many exec ops
-  // Collective combining (ProgramModel): combined size and count limits; 0 bytes: off.
-  std::uint64_t combine_bytes = 0;
-  std::uint32_t combine_count = 256;
+  std::uint64_t combine_bytes = 0;      // collective combining: size limit per group; 0: off
+  std::uint32_t combine_count = 256;    // and ops per group
+};
+
+// Which collectives may combine: ops with equal keys, and the size that counts against the limit.
+struct CombineKey {
+  std::uint32_t key = 0;
+  std::uint64_t bytes = 0;
 };
 
 class ExecGraph {
@@ -62,9 +74,11 @@ class ExecGraph {
   // for an unknown trip count, or the limit for a graph that would be too large.
   // `kernel_of(op)`: the op whose kernel runs this op's work, or kNoId (may be empty: none).
   // OpIds increase in program order within a block (the ProgramBuilder's order).
+  // `combine_key(op)`: for a collective that may combine, its key and size (may be empty: none).
   static ExecGraph build(const workload::Program& program, const std::function<bool(workload::OpId)>& takes_time,
                          const ExecGraphOptions& options,
-                         const std::function<workload::OpId(workload::OpId)>& kernel_of = {});
+                         const std::function<workload::OpId(workload::OpId)>& kernel_of = {},
+                         const std::function<std::optional<CombineKey>(workload::OpId)>& combine_key = {});
 
   [[nodiscard]] std::size_t size() const { return ops_.size(); }
   [[nodiscard]] const ExecOp& op(std::uint32_t index) const { return ops_[index]; }
@@ -79,6 +93,13 @@ class ExecGraph {
   [[nodiscard]] std::span<const std::uint32_t> collectives() const { return collectives_; }
   [[nodiscard]] std::uint64_t edges() const { return consumers_.size(); }
   [[nodiscard]] std::size_t heap_bytes() const;
+  // The IR ops a combined collective exec op runs, in program order; empty if it was not combined.
+  [[nodiscard]] std::span<const workload::OpId> combined_sources(std::uint32_t index) const {
+    if (combined_begin_.empty()) {
+      return {};
+    }
+    return {combined_sources_.data() + combined_begin_[index], combined_begin_[index + 1] - combined_begin_[index]};
+  }
 
  private:
   friend class ExecGraphBuilder;
@@ -88,6 +109,8 @@ class ExecGraph {
   std::vector<std::uint32_t> in_degree_;
   std::vector<std::uint32_t> sources_;
   std::vector<std::uint32_t> collectives_;
+  std::vector<std::uint32_t> combined_begin_;  // CSR over combined_sources_, size ops + 1 (or empty)
+  std::vector<workload::OpId> combined_sources_;
 };
 
 }  // namespace orrery::system

@@ -1,7 +1,6 @@
 #include "system/program_model.h"
 
 #include <fmt/format.h>
-#include <algorithm>
 #include <set>
 
 #include "util/error.h"
@@ -48,15 +47,10 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
       }
     }
   }
-  if (graph_options.combine_bytes > 0) {
-    combine_collectives(graph_options, replicas);
-  }
   graph_ = ExecGraph::build(
       p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options,
-      [&](workload::OpId id) {
-        const auto combined = combined_into_.find(id);
-        return combined != combined_into_.end() ? combined->second : times.kernel_of(id);
-      });
+      [&](workload::OpId id) { return times.kernel_of(id); },
+      [&](workload::OpId id) { return combine_key(id, replicas); });
 
   const std::uint32_t devices = devices_;
   for (const ExecOp& exec : graph_.ops()) {
@@ -122,13 +116,6 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
     info.op = exec.source;
     info.kind = system_kind(attributes.kind);
     info.bytes = plan_bytes(exec.source);
-    if (const auto members = combined_members_.find(exec.source); members != combined_members_.end()) {
-      info.bytes = 0;
-      for (const workload::OpId member : members->second) {
-        info.bytes += plan_bytes(member);
-      }
-      info.combined = static_cast<std::uint32_t>(members->second.size());
-    }
     if (info.kind == CollectiveKind::kPermute) {
       auto pairs = workload::device_pairs(p, op);
       if (!pairs) {
@@ -146,6 +133,21 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
       info.group_set = group_set_of(exec.source, replicas);
     }
     collective_index_[exec.source] = static_cast<std::uint32_t>(collectives_.size());
+    collectives_.push_back(std::move(info));
+  }
+  // Combined collectives: one description per exec op, the members' sizes summed.
+  for (std::uint32_t e = 0; e < graph_.size(); ++e) {
+    const auto members = graph_.combined_sources(e);
+    if (members.size() < 2) {
+      continue;
+    }
+    CollectiveInfo info = collectives_[collective_index_.at(graph_.op(e).source)];
+    info.bytes = 0;
+    for (const workload::OpId member : members) {
+      info.bytes += plan_bytes(member);
+    }
+    info.combined = static_cast<std::uint32_t>(members.size());
+    combined_index_[e] = static_cast<std::uint32_t>(collectives_.size());
     collectives_.push_back(std::move(info));
   }
 }
@@ -194,118 +196,47 @@ std::uint32_t ProgramModel::group_set_of(workload::OpId id, std::uint32_t replic
   return intern_groups({everyone});
 }
 
-// XLA's all-reduce, all-gather and reduce-scatter combiners (CombineInstructionsByKey in
-// collective_combiner_utils.h): ops of one block with the same key — kind, reduction, device
-// groups, channel and global-device-id flags — and one operand are combined greedily in program
-// order: a group starts at the first op not yet placed and takes the next ops of its key while
-// the combined size stays within the byte limit (an op above it alone is never combined), the
-// group has fewer than `combine_count` ops, and the op does not depend on a member already taken
-// (it would wait for itself); the first op that fails ends the group. Repeated until every op is
-// placed. A group of several ops runs as one collective at its last member (exec_graph.h).
-void ProgramModel::combine_collectives(const ExecGraphOptions& options, std::uint32_t replicas) {
+// XLA's keys (all_reduce_key.h, all_gather_combiner.cc): all-reduce and reduce-scatter with a
+// trivial reduction (sum, product, min, max, and, or, xor) combine with ops of the same kind,
+// reduction, element type, device groups, and channel and global-device-id flags; all-gathers with
+// the same groups and flags whatever their element type (XLA's GPU pipeline combines dtypes).
+// One operand only. The size that counts against the limit is the result's (XLA's ByteSizeOf of
+// the instruction's shape).
+std::optional<CombineKey> ProgramModel::combine_key(workload::OpId id, std::uint32_t replicas) {
   const workload::Program& p = *program_;
-  struct Key {
-    workload::CollectiveKind kind;
-    workload::ReductionKind reduction;
-    std::uint32_t group_set;
-    bool channel;
-    bool global_ids;
-    bool operator==(const Key&) const = default;
-  };
-  struct Candidate {
-    workload::OpId op;
-    Key key;
-    std::uint64_t bytes;
-  };
-  std::map<workload::BlockId, std::vector<Candidate>> by_block;
-  for (workload::OpId id = 0; id < p.op_count(); ++id) {
-    const workload::Op& op = p.op(id);
-    if (workload::op_category(op.kind) != workload::OpCategory::kCollective || !p.has_payload(op) ||
-        p.operands(op).size() != 1) {
-      continue;
-    }
-    const workload::CollectiveAttributes& attributes = p.collective(op);
-    if (attributes.kind != workload::CollectiveKind::kAllReduce &&
-        attributes.kind != workload::CollectiveKind::kAllGather &&
-        attributes.kind != workload::CollectiveKind::kReduceScatter) {
-      continue;
-    }
-    std::uint32_t group_set = 0;
-    try {
-      group_set = group_set_of(id, replicas);
-    } catch (const OrreryError&) {
-      continue;  // not combined; the collective's own description reports the error
-    }
-    by_block[op.block].push_back(Candidate{id,
-                                           Key{attributes.kind, attributes.reduction, group_set,
-                                               attributes.has_channel, attributes.use_global_device_ids},
-                                           plan_bytes(id)});
+  const workload::Op& op = p.op(id);
+  if (!p.has_payload(op) || p.operands(op).size() != 1 || p.result_types(op).size() != 1) {
+    return std::nullopt;
   }
-  std::vector<std::uint32_t> stamp(p.op_count(), 0);  // == round: a member, or reads one
-  std::uint32_t round = 0;
-  std::vector<workload::OpId> group;
-  for (const auto& [block_id, candidates] : by_block) {
-    if (candidates.size() < 2) {
-      continue;
-    }
-    const auto ops = p.ops(p.block(block_id));
-    std::unordered_map<workload::OpId, std::size_t> index;
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
-      index.emplace(candidates[c].op, c);
-    }
-    std::vector<std::uint8_t> placed(candidates.size(), 0);
-    for (std::size_t first = 0;;) {
-      while (first < candidates.size() && placed[first] != 0) {
-        ++first;
-      }
-      if (first == candidates.size()) {
-        break;
-      }
-      const Key key = candidates[first].key;
-      ++round;
-      group.clear();
-      std::uint64_t bytes = 0;
-      // OpIds increase in program order within a block.
-      for (auto it = std::lower_bound(ops.begin(), ops.end(), candidates[first].op); it != ops.end(); ++it) {
-        const workload::OpId id = *it;
-        bool reads_member = false;
-        for (const workload::ValueRef operand : p.operands(p.op(id))) {
-          reads_member = reads_member || (operand.is_op_result() && stamp[operand.op()] == round);
-        }
-        const auto found = index.find(id);
-        if (found == index.end() || placed[found->second] != 0 || !(candidates[found->second].key == key)) {
-          if (reads_member) {
-            stamp[id] = round;
-          }
-          continue;
-        }
-        const Candidate& candidate = candidates[found->second];
-        if (candidate.bytes > options.combine_bytes) {
-          placed[found->second] = 1;  // never combined
-          if (reads_member) {
-            stamp[id] = round;
-          }
-          continue;
-        }
-        if (bytes + candidate.bytes > options.combine_bytes || reads_member) {
-          break;
-        }
-        group.push_back(id);
-        bytes += candidate.bytes;
-        placed[found->second] = 1;
-        stamp[id] = round;
-        if (group.size() >= options.combine_count) {
-          break;
-        }
-      }
-      if (group.size() > 1) {
-        for (const workload::OpId member : group) {
-          combined_into_.emplace(member, group.back());
-        }
-        combined_members_.emplace(group.back(), group);
-      }
-    }
+  const workload::CollectiveAttributes& attributes = p.collective(op);
+  const bool reduces = attributes.kind == workload::CollectiveKind::kAllReduce ||
+                       attributes.kind == workload::CollectiveKind::kReduceScatter;
+  if (!reduces && attributes.kind != workload::CollectiveKind::kAllGather) {
+    return std::nullopt;
   }
+  if (reduces && (attributes.reduction == workload::ReductionKind::kNone ||
+                  attributes.reduction == workload::ReductionKind::kOther)) {
+    return std::nullopt;
+  }
+  const std::optional<std::uint64_t> bytes = p.types().byte_size(p.result_types(op)[0]);
+  if (!bytes) {
+    return std::nullopt;
+  }
+  std::uint32_t group_set = 0;
+  try {
+    group_set = group_set_of(id, replicas);
+  } catch (const OrreryError&) {
+    return std::nullopt;  // not combined; describing the collective reports the error
+  }
+  const auto element = reduces ? static_cast<std::uint64_t>(p.types().element(p.value_type(p.operands(op)[0]))) : 0;
+  const std::vector<std::uint64_t> key{static_cast<std::uint64_t>(attributes.kind),
+                                       static_cast<std::uint64_t>(attributes.reduction),
+                                       element,
+                                       group_set,
+                                       attributes.has_channel ? 1U : 0U,
+                                       attributes.use_global_device_ids ? 1U : 0U};
+  const auto [it, inserted] = combine_keys_.try_emplace(key, static_cast<std::uint32_t>(combine_keys_.size()));
+  return CombineKey{it->second, *bytes};
 }
 
 std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uint32_t>>& groups) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -40,10 +41,10 @@ struct GroupSet {
 };
 
 struct CollectiveInfo {
-  workload::OpId op = 0;
+  workload::OpId op = 0;        // the IR op (a combined collective: its last member)
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::uint64_t bytes = 0;      // the plan's n: all-reduce input, all-gather output, ... (summed if combined)
-  std::uint32_t combined = 1;   // ops combined into this one (XLA's collective combiners)
+  std::uint32_t combined = 1;   // IR ops combined into this collective (XLA's collective combiners)
   std::uint32_t group_set = 0;  // for kPermute: the group of all devices in pairs
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // kPermute: (source, target) devices
 };
@@ -76,6 +77,9 @@ class ProgramModel {
   // What runs at a compute op: its kernel label (a fusion), or the op's name.
   [[nodiscard]] std::string kernel_label(workload::OpId id) const;
   [[nodiscard]] const CollectiveInfo& collective(std::uint32_t exec_op) const {
+    if (const auto combined = combined_index_.find(exec_op); combined != combined_index_.end()) {
+      return collectives_[combined->second];
+    }
     return collectives_[collective_index_.at(graph_.op(exec_op).source)];
   }
   [[nodiscard]] const GroupSet& group_set(std::uint32_t id) const { return group_sets_[id]; }
@@ -90,10 +94,10 @@ class ProgramModel {
 
  private:
   std::uint32_t intern_groups(const std::vector<std::vector<std::uint32_t>>& groups);
-  // The device groups of a collective, interned; throws like the collective description does.
+  // The device groups of a collective, interned; throws naming the op.
   std::uint32_t group_set_of(workload::OpId id, std::uint32_t replicas);
-  // XLA's collective combiners: groups of independent ops of one block and key, by last member.
-  void combine_collectives(const ExecGraphOptions& options, std::uint32_t replicas);
+  // XLA's combiner key and size of a collective that may combine (exec_graph.h), or nullopt.
+  std::optional<CombineKey> combine_key(workload::OpId id, std::uint32_t replicas);
   [[nodiscard]] std::uint64_t plan_bytes(workload::OpId id) const;
 
   std::shared_ptr<const workload::Program> program_;
@@ -109,8 +113,8 @@ class ProgramModel {
   std::map<std::vector<std::vector<std::uint32_t>>, std::uint32_t> group_set_ids_;
   std::vector<PeerInfo> peers_;
   std::unordered_map<workload::OpId, std::uint32_t> peer_index_;
-  std::unordered_map<workload::OpId, workload::OpId> combined_into_;              // member -> last member
-  std::unordered_map<workload::OpId, std::vector<workload::OpId>> combined_members_;  // last member -> all
+  std::unordered_map<std::uint32_t, std::uint32_t> combined_index_;  // combined exec op -> collectives_
+  std::map<std::vector<std::uint64_t>, std::uint32_t> combine_keys_;  // interned combiner keys
 };
 
 }  // namespace orrery::system

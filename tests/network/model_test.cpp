@@ -100,6 +100,29 @@ TEST(MaxMin, MultiBottleneck) {
   EXPECT_TRUE(std::isinf(solve({1}, {{}})[0]));
 }
 
+TEST(MaxMin, RateUnitsAndTheirLimits) {
+  // 1/1024 B/s units: 10 TB/s is representable, 5e15 B/s and negative bandwidths are errors.
+  EXPECT_EQ(to_rate_units(1e13), RateUnits{10'240'000'000'000'000});
+  EXPECT_DOUBLE_EQ(to_bytes_per_second(to_rate_units(1e13)), 1e13);
+  EXPECT_THROW((void)to_rate_units(5e15), OrreryError);
+  EXPECT_THROW((void)to_rate_units(-1.0), OrreryError);
+  // 2,000 flows on a 1 B/s link would get under 1/1024 B/s each: an error naming the link.
+  SharingProblem problem;
+  problem.capacity.push_back(to_rate_units(1.0));
+  problem.link_key.push_back(42);
+  for (int f = 0; f < 2000; ++f) {
+    problem.flow_links.push_back(0);
+    problem.flow_begin.push_back(static_cast<std::uint32_t>(problem.flow_links.size()));
+  }
+  std::vector<RateUnits> rates;
+  try {
+    MaxMinSolver().solve(problem, rates);
+    FAIL() << "expected an error";
+  } catch (const OrreryError& error) {
+    EXPECT_NE(std::string(error.what()).find("link 42 has 2000 flows"), std::string::npos) << error.what();
+  }
+}
+
 TEST(MaxMin, ComponentsSolveTheSameAloneOrTogether) {
   // Rates of a component must not depend on other components (bit for bit).
   const std::vector<std::vector<std::uint32_t>> alone{{0, 1}, {1}, {0}};

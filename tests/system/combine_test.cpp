@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "compute/hardware.h"
+#include "compute/program_costs.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "system/program_model.h"
 #include "workload/op_kind.h"
@@ -128,6 +130,211 @@ TEST(CombineCollectives, SizeAndCountLimitsAndOff) {
   }
   // Exactly 2 MiB: A and B fit.
   EXPECT_EQ(build(2U << 20).model->graph().collectives().size(), 3U);
+}
+
+// Region fusion from the cost table: the exec graph's kernels are XLA-like fusions.
+class FusedTimes final : public OpTimes {
+ public:
+  explicit FusedTimes(const workload::Program& program) {
+    config::ComputeConfig config;
+    compute::ComputeModel model(config, compute::load_hardware("A100_80GB"));
+    compute::CostOptions options;
+    options.fusion = config::FusionMode::kRegions;
+    costs_ = compute::cost_program(program, model, options);
+  }
+  [[nodiscard]] bool takes_time(workload::OpId op) const override {
+    return costs_[op].role == compute::CostRole::kCompute;
+  }
+  [[nodiscard]] SimTime time(workload::OpId op) const override { return costs_[op].time; }
+  [[nodiscard]] workload::OpId kernel_of(workload::OpId op) const override { return costs_[op].fused_into; }
+
+ private:
+  compute::ProgramCosts costs_;
+};
+
+// 1024-element all-reduces (sum or max) and a module head with a predicate and two inputs.
+#define AR1K(result, operand, reducer)                                                           \
+  "    " result " = \"stablehlo.all_reduce\"(" operand ") ({\n"                                 \
+  "    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"                                               \
+  "      %s = stablehlo." reducer " %a, %b : tensor<f32>\n"                                     \
+  "      stablehlo.return %s : tensor<f32>\n"                                                    \
+  "    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<1024xf32>) -> " \
+  "tensor<1024xf32>\n"
+#define HEAD1K                                                                                              \
+  "module @t attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"                  \
+  "  func.func public @main(%p: tensor<i1>, %x: tensor<1024xf32>, %y: tensor<1024xf32>) -> (tensor<1024xf32>, " \
+  "tensor<1024xf32>, tensor<1024xf32>) {\n"
+#define TAIL3 "    return %r0, %r1, %r2 : tensor<1024xf32>, tensor<1024xf32>, tensor<1024xf32>\n  }\n}\n"
+
+struct Fused {
+  std::shared_ptr<const workload::Program> program;
+  std::unique_ptr<FusedTimes> times;
+  std::unique_ptr<ProgramModel> model;
+  [[nodiscard]] const ExecGraph& graph() const { return model->graph(); }
+  // The exec op that runs the IR op on `line` (a combined op: any of its members).
+  [[nodiscard]] std::uint32_t at_line(std::uint32_t line) const {
+    for (std::uint32_t e = 0; e < graph().size(); ++e) {
+      if (program->location(program->op(graph().op(e).source).offset).line == line) {
+        return e;
+      }
+      for (const workload::OpId member : graph().combined_sources(e)) {
+        if (program->location(program->op(member).offset).line == line) {
+          return e;
+        }
+      }
+    }
+    ADD_FAILURE() << "no exec op for line " << line;
+    return 0;
+  }
+  // Whether `to` depends on `from`, directly or through other ops.
+  [[nodiscard]] bool reaches(std::uint32_t from, std::uint32_t to) const {
+    std::vector<std::uint32_t> stack{from};
+    std::vector<bool> seen(graph().size(), false);
+    while (!stack.empty()) {
+      const std::uint32_t v = stack.back();
+      stack.pop_back();
+      for (const std::uint32_t w : graph().consumers(v)) {
+        if (w == to) {
+          return true;
+        }
+        if (!seen[w]) {
+          seen[w] = true;
+          stack.push_back(w);
+        }
+      }
+    }
+    return false;
+  }
+};
+
+Fused build_fused(const std::string& text) {
+  Fused f;
+  f.program = parse(text);
+  f.times = std::make_unique<FusedTimes>(*f.program);
+  ExecGraphOptions options;
+  options.combine_bytes = 31457287;
+  f.model = std::make_unique<ProgramModel>(f.program, "test", std::vector<std::uint32_t>{0, 1, 2, 3}, *f.times,
+                                           options);
+  // Every edge goes forward (the graph stays in a topological order).
+  for (std::uint32_t e = 0; e < f.graph().size(); ++e) {
+    for (const std::uint32_t w : f.graph().consumers(e)) {
+      EXPECT_LT(e, w);
+    }
+  }
+  return f;
+}
+
+TEST(CombineCollectives, ASiblingFusionThatReadsAMemberKeepsTheOpsApart) {
+  // %f1 and %fk read %y, so region fusion makes them one kernel; it reads %a1 and %a2 reads it:
+  // %a2 depends on %a1 through the kernel, so they must not combine (it would wait for itself).
+  const Fused f = build_fused(HEAD1K AR1K("%a1", "%x", "add")                    // line 3
+                              "    %f1 = stablehlo.add %a1, %y : tensor<1024xf32>\n"  // line 8
+                              "    %fk = stablehlo.multiply %y, %y : tensor<1024xf32>\n" AR1K("%r1", "%fk", "add")
+                              "    %r0 = stablehlo.add %f1, %f1 : tensor<1024xf32>\n"
+                              "    %r2 = stablehlo.add %x, %x : tensor<1024xf32>\n" TAIL3);
+  EXPECT_EQ(f.graph().collectives().size(), 2U);
+  EXPECT_TRUE(f.reaches(f.at_line(3), f.at_line(10)));
+}
+
+TEST(CombineCollectives, GroupsOfOtherKeysCannotCloseACycle) {
+  // a1 (sum); b1 (max) reads a1; b2 (max); a2 (sum) reads b2. {a1, a2} combine (a2 does not depend
+  // on a1), and then b2 -> {a1, a2} -> b1, so b1 and b2 must not combine.
+  const Fused f = build_fused(HEAD1K AR1K("%a1", "%x", "add")   // line 3
+                              AR1K("%r0", "%a1", "maximum")      // line 8
+                              AR1K("%b2", "%y", "maximum")       // line 13
+                              AR1K("%r1", "%b2", "add")          // line 18
+                              "    %r2 = stablehlo.add %x, %x : tensor<1024xf32>\n" TAIL3);
+  EXPECT_EQ(f.graph().collectives().size(), 3U);
+  EXPECT_EQ(f.at_line(3), f.at_line(18));  // combined
+  EXPECT_NE(f.at_line(8), f.at_line(13));
+  EXPECT_TRUE(f.reaches(f.at_line(13), f.at_line(3)));
+  EXPECT_TRUE(f.reaches(f.at_line(3), f.at_line(8)));
+}
+
+TEST(CombineCollectives, AValueReadInsideABranchWaitsForTheCombinedOp) {
+  // The if-branch reads %a1 without an operand; %a1 and %a2 combine, and the branch's multiply
+  // depends on the combined op.
+  const Fused f = build_fused(HEAD1K AR1K("%a1", "%x", "add")  // line 3
+                              "    %r0 = \"stablehlo.if\"(%p) ({\n"
+                              "      %m = stablehlo.multiply %a1, %a1 : tensor<1024xf32>\n"  // line 9
+                              "      stablehlo.return %m : tensor<1024xf32>\n"
+                              "    }, {\n"
+                              "      stablehlo.return %x : tensor<1024xf32>\n"
+                              "    }) : (tensor<i1>) -> tensor<1024xf32>\n" AR1K("%r1", "%y", "add")  // line 14
+                              "    %r2 = stablehlo.add %x, %x : tensor<1024xf32>\n" TAIL3);
+  EXPECT_EQ(f.graph().collectives().size(), 1U);
+  EXPECT_EQ(f.at_line(3), f.at_line(14));
+  EXPECT_TRUE(f.reaches(f.at_line(14), f.at_line(9)));
+}
+
+TEST(CombineCollectives, AFusedKernelThatReadsAMemberFeedsNoLaterMember) {
+  // The kernel {m0, m1} reads %a1 (through m1) and %a2 reads m0: they do not combine.
+  const Fused f = build_fused(HEAD1K AR1K("%a1", "%x", "add")  // line 3
+                              "    %m0 = stablehlo.add %y, %y : tensor<1024xf32>\n"
+                              "    %r0 = stablehlo.multiply %a1, %m0 : tensor<1024xf32>\n" AR1K("%r1", "%m0", "add")
+                              "    %r2 = stablehlo.add %x, %x : tensor<1024xf32>\n" TAIL3);
+  EXPECT_EQ(f.graph().collectives().size(), 2U);
+}
+
+TEST(CombineCollectives, InterleavedKeysFormInterleavedGroups) {
+  // sum, max, sum, max, all independent: {sum, sum} at line 13, then {max, max} at line 18, whose
+  // span holds the first group's merged member.
+  const Fused f = build_fused(HEAD1K AR1K("%a1", "%x", "add")  // line 3
+                              AR1K("%b1", "%x", "maximum")      // line 8
+                              AR1K("%r0", "%y", "add")          // line 13
+                              AR1K("%r1", "%y", "maximum")      // line 18
+                              "    %r2 = stablehlo.add %a1, %b1 : tensor<1024xf32>\n" TAIL3);
+  ASSERT_EQ(f.graph().collectives().size(), 2U);
+  EXPECT_EQ(f.at_line(3), f.at_line(13));
+  EXPECT_EQ(f.at_line(8), f.at_line(18));
+  EXPECT_EQ(f.graph().size(), 3U);  // the two combined collectives and the add
+  for (const std::uint32_t c : f.graph().collectives()) {
+    EXPECT_EQ(f.model->collective(c).combined, 2U);
+  }
+}
+
+TEST(CombineCollectives, EachLoopIterationCombinesOnItsOwn) {
+  // Two independent all-reduces in a 3-trip loop body: one combined op per iteration (XLA
+  // combines within a computation; each unrolled iteration is one), and the next iteration's
+  // pair waits for the previous one's results.
+  const Fused f = build_fused(
+      "module @t attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+      "  func.func public @main(%x: tensor<1024xf32>, %y: tensor<1024xf32>) -> tensor<1024xf32> {\n"
+      "    %c0 = stablehlo.constant dense<0> : tensor<i32>\n"
+      "    %c1 = stablehlo.constant dense<1> : tensor<i32>\n"
+      "    %c3 = stablehlo.constant dense<3> : tensor<i32>\n"
+      "    %w:3 = stablehlo.while(%i = %c0, %u = %x, %v = %y) : tensor<i32>, tensor<1024xf32>, tensor<1024xf32>\n"
+      "     cond {\n"
+      "      %q = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>\n"
+      "      stablehlo.return %q : tensor<i1>\n"
+      "    } do {\n" AR1K("%ru", "%u", "add") AR1K("%rv", "%v", "add")
+      "      %n = stablehlo.add %i, %c1 : tensor<i32>\n"
+      "      stablehlo.return %n, %ru, %rv : tensor<i32>, tensor<1024xf32>, tensor<1024xf32>\n"
+      "    }\n"
+      "    return %w#1 : tensor<1024xf32>\n  }\n}\n");
+  const auto collectives = f.graph().collectives();
+  ASSERT_EQ(collectives.size(), 3U);
+  for (const std::uint32_t c : collectives) {
+    EXPECT_EQ(f.model->collective(c).combined, 2U);
+    EXPECT_EQ(f.model->collective(c).bytes, 8192U);
+  }
+  EXPECT_TRUE(f.reaches(collectives[0], collectives[1]));
+  EXPECT_TRUE(f.reaches(collectives[1], collectives[2]));
+}
+
+TEST(CombineCollectives, ElementTypesAndReductionsAreKeys) {
+  // A sum over f32 and a sum over bf16: not combined (XLA's all-reduce key holds the type).
+  const Fused f = build_fused(
+      "module @t attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+      "  func.func public @main(%x: tensor<1024xf32>, %y: tensor<1024xbf16>) -> (tensor<1024xf32>, tensor<1024xbf16>) {\n"
+      AR1K("%a", "%x", "add")
+      "    %b = \"stablehlo.all_reduce\"(%y) ({\n"
+      "    ^bb0(%c: tensor<bf16>, %d: tensor<bf16>):\n"
+      "      %s = stablehlo.add %c, %d : tensor<bf16>\n"
+      "      stablehlo.return %s : tensor<bf16>\n"
+      "    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<1024xbf16>) -> tensor<1024xbf16>\n"
+      "    return %a, %b : tensor<1024xf32>, tensor<1024xbf16>\n  }\n}\n");
+  EXPECT_EQ(f.graph().collectives().size(), 2U);
 }
 
 }  // namespace

@@ -21,9 +21,9 @@ struct Later {
 
 RateUnits to_rate_units(double bytes_per_second) {
   const double units = std::floor(bytes_per_second * kRateUnitsPerBytePerSecond);
-  if (!(units >= 0.0) || units > 9007199254740992.0) {  // 2^53
+  if (!(units >= 0.0) || units > 4611686018427387904.0) {  // 2^62
     throw OrreryError(ErrorCode::kModel,
-                      fmt::format("flow model: link bandwidth {} B/s is outside 0 .. 8.8e15 B/s", bytes_per_second));
+                      fmt::format("flow model: link bandwidth {} B/s is outside 0 .. 4.5e15 B/s", bytes_per_second));
   }
   return static_cast<RateUnits>(units);
 }

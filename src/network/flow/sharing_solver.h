@@ -28,7 +28,7 @@ inline constexpr double kRateUnitsPerBytePerSecond = 1024.0;
 inline constexpr RateUnits kUnlimitedRate = std::numeric_limits<RateUnits>::max();
 
 // Bytes per second -> rate units, rounded down; throws OrreryError(kModel) when the capacity is
-// negative, not finite or above 2^53 units (about 8.8 PB/s).
+// negative, not finite or above 2^62 units (about 4.5e15 B/s; sums of rates stay below 2^63).
 RateUnits to_rate_units(double bytes_per_second);
 // Rate units -> bytes per second (+infinity for kUnlimitedRate).
 double to_bytes_per_second(RateUnits rate);
