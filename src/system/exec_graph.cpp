@@ -404,9 +404,21 @@ class ExecGraphBuilder {
     std::vector<std::uint32_t> reach(n, 0);  // == round: a member of the group, or depends on one
     std::uint32_t round = 0;
     std::vector<std::uint32_t> group;
+    // Merged members point at their merged op (union-find); adjacency lists keep their ids.
+    std::vector<std::uint32_t> rep(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      rep[i] = i;
+    }
+    const auto find = [&](std::uint32_t v) {
+      while (rep[v] != v) {
+        rep[v] = rep[rep[v]];
+        v = rep[v];
+      }
+      return v;
+    };
     const auto reach_from = [&](std::uint32_t v) {
       for (const std::uint32_t w : consumers[v]) {
-        reach[w] = round;
+        reach[find(w)] = round;
       }
     };
     for (std::size_t cursor = 0; cursor < order.size();) {
@@ -463,16 +475,11 @@ class ExecGraphBuilder {
         if (member == merged) {
           continue;
         }
-        for (const std::uint32_t p : preds[member]) {
-          std::replace(consumers[p].begin(), consumers[p].end(), member, merged);
-          preds[merged].push_back(p);
-        }
-        for (const std::uint32_t w : consumers[member]) {
-          std::replace(preds[w].begin(), preds[w].end(), member, merged);
-          consumers[merged].push_back(w);
-        }
-        preds[member].clear();
-        consumers[member].clear();
+        preds[merged].insert(preds[merged].end(), preds[member].begin(), preds[member].end());
+        consumers[merged].insert(consumers[merged].end(), consumers[member].begin(), consumers[member].end());
+        std::vector<std::uint32_t>().swap(preds[member]);
+        std::vector<std::uint32_t>().swap(consumers[member]);
+        rep[member] = merged;
         alive[member] = 0;
       }
       // Between the first and the last member: what depends on a member moves after the merged op,
@@ -529,7 +536,7 @@ class ExecGraphBuilder {
       ops.push_back(op);
       mapped.clear();
       for (const std::uint32_t p : preds[v]) {
-        mapped.push_back(renumber[p]);
+        mapped.push_back(renumber[find(p)]);
       }
       std::sort(mapped.begin(), mapped.end());
       mapped.erase(std::unique(mapped.begin(), mapped.end()), mapped.end());
@@ -547,7 +554,12 @@ class ExecGraphBuilder {
   }
 
   ExecGraph finish() {
-    if (options_.combine_bytes > 0 && candidates_.size() >= 2) {
+    // Send/recv pairs depend on each other across ranks (and programs) without an edge in this
+    // graph, so a group could wait for its own result through them: no combining there.
+    const bool point_to_point = std::any_of(graph_.ops_.begin(), graph_.ops_.end(), [](const ExecOp& op) {
+      return op.kind == ExecKind::kSend || op.kind == ExecKind::kRecv;
+    });
+    if (options_.combine_bytes > 0 && candidates_.size() >= 2 && !point_to_point) {
       combine();
     }
     const auto n = static_cast<std::uint32_t>(graph_.ops_.size());

@@ -11,7 +11,14 @@ MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
   std::vector<std::vector<std::uint32_t>> frees(n);
   std::vector<std::uint64_t> bytes(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    bytes[i] = program.result_bytes(graph.op(i).source);
+    const auto combined = graph.combined_sources(i);
+    if (combined.empty()) {
+      bytes[i] = program.result_bytes(graph.op(i).source);
+    } else {
+      for (const workload::OpId member : combined) {  // a combined collective holds every member's result
+        bytes[i] += program.result_bytes(member);
+      }
+    }
     const auto consumers = graph.consumers(i);
     if (!consumers.empty()) {
       frees[*std::max_element(consumers.begin(), consumers.end())].push_back(i);

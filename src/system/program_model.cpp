@@ -50,7 +50,13 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
   graph_ = ExecGraph::build(
       p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options,
       [&](workload::OpId id) { return times.kernel_of(id); },
-      [&](workload::OpId id) { return combine_key(id, replicas); });
+      [&](workload::OpId id) {
+        const auto [it, inserted] = combine_key_of_.try_emplace(id);
+        if (inserted) {
+          it->second = combine_key(id, replicas);  // once per IR op, not per unrolled instance
+        }
+        return it->second;
+      });
 
   const std::uint32_t devices = devices_;
   for (const ExecOp& exec : graph_.ops()) {
@@ -135,20 +141,26 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
     collective_index_[exec.source] = static_cast<std::uint32_t>(collectives_.size());
     collectives_.push_back(std::move(info));
   }
-  // Combined collectives: one description per exec op, the members' sizes summed.
+  // Combined collectives: one description per distinct member list (loop iterations share it),
+  // the members' sizes summed.
   for (std::uint32_t e = 0; e < graph_.size(); ++e) {
     const auto members = graph_.combined_sources(e);
     if (members.size() < 2) {
       continue;
     }
-    CollectiveInfo info = collectives_[collective_index_.at(graph_.op(e).source)];
-    info.bytes = 0;
-    for (const workload::OpId member : members) {
-      info.bytes += plan_bytes(member);
+    std::vector<workload::OpId> list(members.begin(), members.end());
+    const auto [it, inserted] = combined_infos_.try_emplace(std::move(list), 0);
+    if (inserted) {
+      CollectiveInfo info = collectives_[collective_index_.at(graph_.op(e).source)];
+      info.bytes = 0;
+      for (const workload::OpId member : members) {
+        info.bytes += plan_bytes(member);
+      }
+      info.combined = static_cast<std::uint32_t>(members.size());
+      it->second = static_cast<std::uint32_t>(collectives_.size());
+      collectives_.push_back(std::move(info));
     }
-    info.combined = static_cast<std::uint32_t>(members.size());
-    combined_index_[e] = static_cast<std::uint32_t>(collectives_.size());
-    collectives_.push_back(std::move(info));
+    combined_index_[e] = it->second;
   }
 }
 

@@ -115,6 +115,8 @@ class ProgramModel {
   std::unordered_map<workload::OpId, std::uint32_t> peer_index_;
   std::unordered_map<std::uint32_t, std::uint32_t> combined_index_;  // combined exec op -> collectives_
   std::map<std::vector<std::uint64_t>, std::uint32_t> combine_keys_;  // interned combiner keys
+  std::unordered_map<workload::OpId, std::optional<CombineKey>> combine_key_of_;  // per IR op
+  std::map<std::vector<workload::OpId>, std::uint32_t> combined_infos_;  // member lists -> collectives_
 };
 
 }  // namespace orrery::system

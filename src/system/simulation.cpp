@@ -960,7 +960,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       }
       programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
                                                         graph_options, program.replicas));
-      if (programs.back()->collectives().size() >= kMaxOrdinal) {
+      if (programs.back()->graph().collectives().size() >= kMaxOrdinal) {
         throw OrreryError(ErrorCode::kUnsupported,
                           fmt::format("{} runs more than {} collectives per step", program.label, kMaxOrdinal));
       }

@@ -9,6 +9,7 @@
 #include "compute/hardware.h"
 #include "compute/program_costs.h"
 #include "frontend/stablehlo/stablehlo.h"
+#include "system/memory.h"
 #include "system/program_model.h"
 #include "workload/op_kind.h"
 
@@ -130,6 +131,42 @@ TEST(CombineCollectives, SizeAndCountLimitsAndOff) {
   }
   // Exactly 2 MiB: A and B fit.
   EXPECT_EQ(build(2U << 20).model->graph().collectives().size(), 3U);
+}
+
+TEST(CombineCollectives, ACombinedCollectiveHoldsEveryMembersResultInTheMemoryEstimate) {
+  // Eight independent 1 MiB all-reduces, all returned: the same peak combined or not.
+  std::string text =
+      "module @t attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+      "  func.func public @main(%x: tensor<262144xf32>) -> (";
+  std::string body;
+  std::string results;
+  for (int i = 0; i < 8; ++i) {
+    text += std::string(i == 0 ? "" : ", ") + "tensor<262144xf32>";
+    const std::string name = "%r" + std::to_string(i);
+    body += "    " + name +
+            " = \"stablehlo.all_reduce\"(%x) ({\n    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
+            "      %s = stablehlo.add %a, %b : tensor<f32>\n      stablehlo.return %s : tensor<f32>\n"
+            "    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<262144xf32>) -> "
+            "tensor<262144xf32>\n";
+    results += (i == 0 ? "" : ", ") + name;
+  }
+  text += ") {\n" + body + "    return " + results + " : ";
+  for (int i = 0; i < 8; ++i) {
+    text += std::string(i == 0 ? "" : ", ") + "tensor<262144xf32>";
+  }
+  text += "\n  }\n}\n";
+  const auto program = parse(text);
+  const ElementwiseTimes times(*program);
+  std::uint64_t peaks[2] = {0, 0};
+  for (const std::uint64_t bytes : {std::uint64_t{0}, std::uint64_t{31457287}}) {
+    ExecGraphOptions options;
+    options.combine_bytes = bytes;
+    const ProgramModel model(program, "test", {0, 1, 2, 3}, times, options);
+    EXPECT_EQ(model.graph().collectives().size(), bytes == 0 ? 8U : 1U);
+    peaks[bytes == 0 ? 0 : 1] = estimate_memory(model, Bytes{1ULL << 40}).peak;
+  }
+  EXPECT_EQ(peaks[0], peaks[1]);
+  EXPECT_EQ(peaks[1], 9U << 20);  // the argument and eight results
 }
 
 // Region fusion from the cost table: the exec graph's kernels are XLA-like fusions.

@@ -176,6 +176,39 @@ TEST(Simulation, CombinedAllReducesRunAsOneOfTheSummedSize) {
   }
 }
 
+// An all-reduce whose result goes round a ring by send/recv, and one over what arrives. The two
+// all-reduces look independent in the graph, but the second waits (through the other ranks'
+// sends) for the first: combining them would deadlock, so programs with send/recv do not combine.
+const char* kSendRecvRing = R"(
+module @test attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %a1 = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids} : (tensor<16xf32>) -> tensor<16xf32>
+    %t = stablehlo.create_token : !stablehlo.token
+    %snd = "stablehlo.send"(%a1, %t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (tensor<16xf32>, !stablehlo.token) -> !stablehlo.token
+    %r:2 = "stablehlo.recv"(%t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (!stablehlo.token) -> (tensor<16xf32>, !stablehlo.token)
+    %a2 = "stablehlo.all_reduce"(%r#0) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>, use_global_device_ids} : (tensor<16xf32>) -> tensor<16xf32>
+    return %a2 : tensor<16xf32>
+  }
+}
+)";
+
+TEST(Simulation, ProgramsWithSendAndRecvDoNotCombineCollectives) {
+  const Outcome combined = run(kSendRecvRing, scenario_text("analytical"));
+  ASSERT_EQ(combined.error, "");
+  const Outcome apart = run(kSendRecvRing, scenario_text("analytical"), 1, {"system.combine_threshold_bytes=0"});
+  ASSERT_EQ(apart.error, "");
+  EXPECT_EQ(combined.summary.step_time_s, apart.summary.step_time_s);
+  EXPECT_EQ(combined.summary.algorithms, apart.summary.algorithms);
+}
+
 TEST(Simulation, IndependentComputeOverlapsTheCollective) {
   // add [0,10]; all-reduce [10, 10+R]; multiply (independent) [10, 20] overlaps it;
   // the final add waits for the all-reduce: T = 10 + R + 10; exposed = R - 10 µs.
