@@ -13,11 +13,11 @@ echo
 echo "== PHOLD grid"
 /usr/bin/python3 "$root/bench/phold_grid.py" --orrery "$build/orrery" --mpirun "$root/scripts/mpirun.sh"
 echo
-echo "== network flow model (32K fat-tree, 16K dragonfly; full runs stop after 60 s of wall time)"
-"$build/bench/network_bench" --run-limit-s 60
+echo "== network flow model (32K fat-tree, 16K dragonfly; full runs, each stopped after at most 600 s)"
+"$build/bench/network_bench" --run-limit-s 600
 echo
-echo "== network flow model, smaller instances run to completion"
-"$build/bench/network_bench" --quick
+echo "== network flow model, smaller instances, each run checked against full re-solves"
+"$build/bench/network_bench" --quick --verify --run-limit-s 600
 echo
 echo "== StableHLO frontend (parse + lower, IR heap) on a 200 MB file built from Llama3-100M"
 big=$build/bench/llama3-100m-big.mlir
