@@ -183,9 +183,10 @@ def main():
         print()
         print("Known differences between the simulated and the measured programs:\n")
         print("- **Fusion is modelled, not read.** The exports are StableHLO before XLA's optimisation; Orrery "
-              "groups ops as XLA's documented fusion passes do (docs/compute.md, \"Fusion\"), but stops at function "
-              "calls (XLA inlines first: the ResNet exports call `@relu` and friends), does not fuse elementwise "
-              "epilogues into convolutions or GEMMs, and does not do horizontal fusion. Each of these leaves bytes in "
+              "groups ops as XLA's documented fusion passes do (docs/compute.md, \"Fusion\"), fusing calls of "
+              "elementwise functions (`@relu`) into their callers as XLA's inlining does, but it does not fuse across "
+              "other calls, does not fuse elementwise epilogues into convolutions or GEMMs, and does not do "
+              "horizontal fusion. Each of these leaves bytes in "
               "the count that XLA's kernels do not move. Without fusion (the row above) every estimate is several "
               "times the measurement, which is why fusion matters more than any estimator constant here.")
         errors = dict(frozen_errors)

@@ -76,6 +76,7 @@ class ProgramCoster {
     if (options_.fusion == config::FusionMode::kElementwise) {
       find_elementwise_chains();
     } else if (options_.fusion == config::FusionMode::kRegions) {
+      find_fusible_calls();
       find_regions();
     }
     for (OpId id = 0; id < p_.op_count(); ++id) {
@@ -145,6 +146,112 @@ class ProgramCoster {
   }
 
   // --- region fusion (kRegions) ------------------------------------------------------------------
+
+  // XLA inlines calls before it fuses. A call of a function whose body is one block of fusible
+  // elementwise work (elementwise ops, broadcasts, iotas, converts, free ops such as constants and
+  // reshapes; no regions, no nested calls) returning one value is therefore costed as one
+  // elementwise op at the call site -- the callee's FLOPs, the call's operands read and its result
+  // written -- and can join the caller's kernels like any elementwise op (@relu after a batch
+  // norm). Its callee is then not run for that call (the exec graph runs the call as a kernel).
+  void find_fusible_calls() {
+    fusible_call_.assign(p_.op_count(), 0);
+    std::unordered_map<workload::FunctionId, bool> fusible_callee;
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      const Op& op = p_.op(id);
+      if (op.kind != OpKind::kCall || !p_.has_payload(op) || p_.result_types(op).size() != 1 ||
+          costs_.ops[id].role != CostRole::kFree || costs_.ops[id].fused_into != workload::kNoId) {
+        continue;
+      }
+      const workload::FunctionId callee = p_.call(op).callee;
+      if (callee == workload::kNoId) {
+        continue;
+      }
+      const auto [it, inserted] = fusible_callee.try_emplace(callee, false);
+      if (inserted) {
+        it->second = elementwise_function(callee);
+      }
+      if (it->second) {
+        fusible_call_[id] = 1;
+        costs_.ops[id].role = CostRole::kCompute;
+      }
+    }
+  }
+
+  bool elementwise_function(workload::FunctionId id) const {
+    const workload::Function& function = p_.function(id);
+    if (function.body == workload::kNoId) {
+      return false;
+    }
+    const auto blocks = p_.blocks(p_.region(function.body));
+    if (blocks.size() != 1) {
+      return false;
+    }
+    bool computes = false;
+    for (const OpId member : p_.ops(p_.block(blocks.front()))) {
+      const Op& op = p_.op(member);
+      if (!p_.regions(op).empty()) {
+        return false;
+      }
+      if (op.kind == OpKind::kReturn) {
+        if (p_.operands(op).size() != 1) {
+          return false;
+        }
+        continue;
+      }
+      const CostRole role = roles_[member];
+      const bool elementwise = workload::op_category(op.kind) == workload::OpCategory::kElementwise ||
+                               op.kind == OpKind::kBroadcast || op.kind == OpKind::kBroadcastInDim ||
+                               op.kind == OpKind::kIota;
+      if (role == CostRole::kCompute && elementwise) {
+        computes = true;
+      } else if (role != CostRole::kFree || op.kind == OpKind::kCall || op.kind == OpKind::kCustomCall) {
+        return false;
+      }
+    }
+    return computes;
+  }
+
+  // The count of an op; for a fusible call, one elementwise op: the callee's FLOPs (its class
+  // transcendental if any of its ops is), the call's operands read, its result written.
+  void count(OpId id, OpCount& out) {
+    if (fusible_call_.empty() || fusible_call_[id] == 0) {
+      counter_.count(id, out);
+      return;
+    }
+    const Op& op = p_.op(id);
+    const workload::Function& callee = p_.function(p_.call(op).callee);
+    double flops = 0.0;
+    bool transcendental = false;
+    bool have_template = false;
+    std::uint8_t flags = 0;
+    for (const OpId member : p_.ops(p_.block(p_.blocks(p_.region(callee.body)).front()))) {
+      if (roles_[member] != CostRole::kCompute) {
+        continue;
+      }
+      counter_.count(member, call_count_);
+      flags |= call_count_.flags;
+      flops += call_count_.signature.flops.value;
+      transcendental = transcendental || call_count_.signature.op_class == OpClass::kTranscendental;
+      if (!have_template || call_count_.signature.elements >= out.signature.elements) {
+        out.signature = call_count_.signature;  // the largest member gives type and shape
+        have_template = true;
+      }
+    }
+    out.role = CostRole::kCompute;
+    std::uint64_t read = 0;
+    for (const workload::ValueRef v : p_.operands(op)) {
+      read += counter_.value_bytes(v, flags);
+    }
+    out.flags = flags;
+    out.signature.kind.assign("fusion");
+    out.signature.op_class = transcendental ? OpClass::kTranscendental : OpClass::kElementwise;
+    out.signature.flops = Flops{flops};
+    out.signature.bytes_read = Bytes{read};
+    out.signature.bytes_written = Bytes{counter_.type_bytes(p_.result_types(op)[0], flags)};
+    out.signature.row_length = 0;
+    out.signature.gemm = GemmShape{};
+    out.signature.conv = ConvShape{};
+  }
 
   static bool fusible_kind(OpKind kind) {
     switch (workload::op_category(kind)) {
@@ -268,7 +375,7 @@ class ProgramCoster {
       }
     };
     const CostRole role = costs_.ops[id].role;
-    if (role == CostRole::kCompute && fusible_kind(op.kind) && nested_uses.empty()) {
+    if (role == CostRole::kCompute && (fusible_kind(op.kind) || fusible_call_[id] != 0) && nested_uses.empty()) {
       // Regions whose reduction results the op uses: it cannot join them (a reduction's result
       // leaves its kernel), and, as a user from outside, closes them.
       std::vector<std::uint32_t> after_reduction;
@@ -361,7 +468,7 @@ class ProgramCoster {
         if (std::find(recomputed.begin(), recomputed.end(), v.op()) == recomputed.end()) {
           recomputed.push_back(v.op());
           duplicated = true;
-          counter_.count(v.op(), dup_count_);
+          count(v.op(), dup_count_);
           flags |= dup_count_.flags;
           flops += dup_count_.signature.flops.value;
           for (const workload::ValueRef input : p_.operands(p_.op(v.op()))) {
@@ -407,7 +514,7 @@ class ProgramCoster {
     };
     add_member(root, count_);
     for (const OpId member : members_[root]) {
-      counter_.count(member, member_count_);
+      count(member, member_count_);
       add_member(member, member_count_);
     }
     std::uint64_t read = 0;
@@ -531,7 +638,7 @@ class ProgramCoster {
       }
       return;
     }
-    counter_.count(id, count_);
+    count(id, count_);
     std::uint8_t flags = count_.flags;
     if (!members_.empty()) {
       cost.fused_ops = static_cast<std::uint32_t>(members_[id].size());
@@ -621,6 +728,8 @@ class ProgramCoster {
   std::vector<std::vector<std::pair<std::uint32_t, OpId>>> users_;  // (result index, user) per op
   std::vector<std::uint8_t> duplicable_;                              // 0 unknown, 1 yes, 2 no
   std::unordered_map<std::uint64_t, std::uint32_t> readers_;          // outside value -> a region reading it
+  std::vector<std::uint8_t> fusible_call_;  // kRegions: calls costed as one elementwise op
+  OpCount call_count_;
   OpCount dup_count_;
   OpCount count_;
   OpCount member_count_;
@@ -756,6 +865,9 @@ class ExecutionWalker {
       }
       case OpKind::kCall:
       case OpKind::kComposite:
+        if (cost.role == CostRole::kCompute || cost.role == CostRole::kFused) {
+          return;  // a call costed as one kernel (fusible call): its callee does not run
+        }
         if (p_.has_payload(op) && p_.call(op).callee != workload::kNoId) {
           into.add(function(p_.call(op).callee), 1);
         }

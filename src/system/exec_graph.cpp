@@ -120,6 +120,9 @@ class ExecGraphBuilder {
       case OpKind::kCase: return run_branch(id, op);
       case OpKind::kCall:
       case OpKind::kComposite: {
+        if (takes_time_(id)) {
+          return add_exec(id, op, ExecKind::kCompute);  // costed as one kernel (a fusible call)
+        }
         const workload::FunctionId callee = program_.has_payload(op) ? program_.call(op).callee : workload::kNoId;
         if (callee == workload::kNoId) {
           return add_exec(id, op, ExecKind::kCompute);  // an undefined callee: cost the op itself

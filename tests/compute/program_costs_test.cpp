@@ -335,13 +335,18 @@ func.func @main(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>) -> (tensor<16x16xf
 }
 )";
 
+// The program's costs with region fusion.
+ProgramCosts cost_with_regions(const Program& p, ComputeModel& model) {
+  CostOptions options;
+  options.fusion = config::FusionMode::kRegions;
+  return cost_program(p, model, options);
+}
+
 TEST(ProgramCosts, RegionFusionNeverMakesACycle) {
   const auto p = parse(kClosedRegion);
   ASSERT_NE(p, nullptr);
   ComputeModel model = microsecond_model();
-  CostOptions options;
-  options.fusion = config::FusionMode::kRegions;
-  const ProgramCosts fused = cost_program(*p, model, options);
+  const ProgramCosts fused = cost_with_regions(*p, model);
   EXPECT_EQ(fused[first(*p, OpKind::kExponential)].role, CostRole::kCompute);
   EXPECT_EQ(fused[first(*p, OpKind::kAdd)].role, CostRole::kCompute);
   // The tanh's kernel is still open when the multiply comes (the second dot does not use it): the
@@ -350,6 +355,53 @@ TEST(ProgramCosts, RegionFusionNeverMakesACycle) {
   EXPECT_EQ(fused[first(*p, OpKind::kTanh)].role, CostRole::kFused);
   EXPECT_EQ(fused[first(*p, OpKind::kTanh)].fused_into, multiply);
   EXPECT_EQ(fused.estimates, 5U);
+}
+
+// XLA inlines calls before fusing: a call of an elementwise function (@relu) joins the caller's
+// kernel like an elementwise op; a call of a function with a dot does not.
+constexpr const char* kCalls = R"(
+func.func @main(%x: tensor<16x16xf32>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {
+  %0 = stablehlo.add %x, %x : tensor<16x16xf32>
+  %1 = call @relu(%0) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  %2 = call @square(%1) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %1, %2 : tensor<16x16xf32>, tensor<16x16xf32>
+}
+func.func private @relu(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %c = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<16x16xf32>
+  %m = stablehlo.maximum %a, %b : tensor<16x16xf32>
+  return %m : tensor<16x16xf32>
+}
+func.func private @square(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %d = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}
+)";
+
+TEST(ProgramCosts, RegionFusionFusesCallsOfElementwiseFunctions) {
+  const auto p = parse(kCalls);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts fused = cost_with_regions(*p, model);
+  const OpId relu_call = first(*p, OpKind::kCall);
+  const OpId square_call = first(*p, OpKind::kCall, 1);
+  // {add, call @relu} is one kernel at the call: it reads x (1 KiB) and writes the relu's result
+  // (1 KiB, used outside); the add's result stays on chip. FLOPs: add 256 + broadcast 0 + max 256.
+  EXPECT_EQ(fused[first(*p, OpKind::kAdd)].role, CostRole::kFused);
+  EXPECT_EQ(fused[first(*p, OpKind::kAdd)].fused_into, relu_call);
+  EXPECT_EQ(fused[relu_call].role, CostRole::kCompute);
+  EXPECT_EQ(fused[relu_call].bytes_read.count, 1024U);
+  EXPECT_EQ(fused[relu_call].bytes_written.count, 1024U);
+  const ProgramCosts unfused = cost_program(*p, model, {});
+  EXPECT_DOUBLE_EQ(fused[relu_call].flops.value,
+                   unfused[first(*p, OpKind::kAdd)].flops.value + unfused[first(*p, OpKind::kMaximum)].flops.value);
+  // The dot's function is a call as before: free at the call site, its body runs.
+  EXPECT_EQ(fused[square_call].role, CostRole::kFree);
+  const ExecutionTotals totals = execution_totals(*p, fused);
+  // Kernels run: {add, relu} and the dot; the relu's own body does not run for the fused call.
+  EXPECT_EQ(totals.role_executions[static_cast<std::size_t>(CostRole::kCompute)], 2U);
+  // Without region fusion calls are not touched.
+  EXPECT_EQ(unfused[relu_call].role, CostRole::kFree);
 }
 
 TEST(ProgramCosts, RooflineTimesOnAPreset) {

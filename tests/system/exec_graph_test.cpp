@@ -136,5 +136,41 @@ TEST(ExecGraph, FusedKernelsInAnUnrolledLoopChainIterations) {
   }
 }
 
+// An elementwise function, called below.
+const std::string kRelu = R"(
+func.func private @relu(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %c = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  %b = stablehlo.broadcast_in_dim %c, dims = [] : (tensor<f32>) -> tensor<16x16xf32>
+  %m = stablehlo.maximum %a, %b : tensor<16x16xf32>
+  return %m : tensor<16x16xf32>
+}
+)";
+
+// A fused call of an elementwise function runs as one kernel; its body is not inlined for it.
+TEST(ExecGraph, AFusedCallRunsAsOneKernel) {
+  const Built b = build(R"(
+func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %0 = stablehlo.add %x, %x : tensor<16x16xf32>
+  %1 = call @relu(%0) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  %2 = stablehlo.dot_general %1, %1, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %2 : tensor<16x16xf32>
+}
+)" + kRelu,
+                        config::FusionMode::kRegions);
+  ASSERT_EQ(b.graph.size(), 2U);  // {add, relu} at the call, then the dot
+  EXPECT_EQ(b.program->op(b.graph.op(0).source).kind, OpKind::kCall);
+  EXPECT_TRUE(b.depends(b.exec_of(OpKind::kDotGeneral), 0));
+  // Unfused: the add, then the call inlined (its maximum; the broadcast too), then the dot.
+  const Built unfused = build(R"(
+func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %0 = stablehlo.add %x, %x : tensor<16x16xf32>
+  %1 = call @relu(%0) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %1 : tensor<16x16xf32>
+}
+)" + kRelu,
+                              config::FusionMode::kNone);
+  EXPECT_EQ(unfused.program->op(unfused.graph.op(unfused.graph.size() - 1).source).kind, OpKind::kMaximum);
+}
+
 }  // namespace
 }  // namespace orrery::system
