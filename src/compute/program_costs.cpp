@@ -199,12 +199,17 @@ class ProgramCoster {
         continue;
       }
       const CostRole role = roles_[member];
-      const bool elementwise = workload::op_category(op.kind) == workload::OpCategory::kElementwise ||
-                               op.kind == OpKind::kBroadcast || op.kind == OpKind::kBroadcastInDim ||
-                               op.kind == OpKind::kIota;
+      const auto category = workload::op_category(op.kind);
+      const bool elementwise = category == workload::OpCategory::kElementwise || op.kind == OpKind::kBroadcast ||
+                               op.kind == OpKind::kBroadcastInDim || op.kind == OpKind::kIota;
+      // Free ops allowed beside the elementwise work: constants and data movement (reshapes,
+      // bitcasts) only; anything else (a composite, a custom call, another dialect's op) is not
+      // elementwise work this call could stand for.
+      const bool harmless = category == workload::OpCategory::kConstant ||
+                            category == workload::OpCategory::kDataMovement;
       if (role == CostRole::kCompute && elementwise) {
         computes = true;
-      } else if (role != CostRole::kFree || op.kind == OpKind::kCall || op.kind == OpKind::kCustomCall) {
+      } else if (role != CostRole::kFree || !harmless) {
         return false;
       }
     }
@@ -225,11 +230,14 @@ class ProgramCoster {
     bool have_template = false;
     std::uint8_t flags = 0;
     for (const OpId member : p_.ops(p_.block(p_.blocks(p_.region(callee.body)).front()))) {
-      if (roles_[member] != CostRole::kCompute) {
+      if (p_.op(member).kind == OpKind::kReturn) {
         continue;
       }
       counter_.count(member, call_count_);
-      flags |= call_count_.flags;
+      flags |= call_count_.flags;  // free members' approximations too
+      if (roles_[member] != CostRole::kCompute) {
+        continue;
+      }
       flops += call_count_.signature.flops.value;
       transcendental = transcendental || call_count_.signature.op_class == OpClass::kTranscendental;
       if (!have_template || call_count_.signature.elements >= out.signature.elements) {
@@ -646,9 +654,14 @@ class ProgramCoster {
     if (options_.fusion == config::FusionMode::kRegions && is_member_[id]) {
       fuse_region(id, count_.signature, flags);
       if (count_.signature.bytes_written.count == 0) {
-        // Every consumer recomputes this kernel's results (or none uses them): it never runs.
+        // Every consumer recomputes this kernel's results (or none uses them): it never runs. A
+        // call costed at its site marks itself (fused_into = itself) so that its callee does not
+        // run for it either.
         cost.role = CostRole::kFree;
         cost.flags = flags;
+        if (!fusible_call_.empty() && fusible_call_[id] != 0) {
+          cost.fused_into = id;
+        }
         return;
       }
     } else if (!members_.empty() && !members_[id].empty()) {
@@ -865,8 +878,8 @@ class ExecutionWalker {
       }
       case OpKind::kCall:
       case OpKind::kComposite:
-        if (cost.role == CostRole::kCompute || cost.role == CostRole::kFused) {
-          return;  // a call costed as one kernel (fusible call): its callee does not run
+        if (cost.role == CostRole::kCompute || cost.role == CostRole::kFused || cost.fused_into == id) {
+          return;  // a call costed at its site (a fusible call, or a dead one): its callee does not run
         }
         if (p_.has_payload(op) && p_.call(op).callee != workload::kNoId) {
           into.add(function(p_.call(op).callee), 1);

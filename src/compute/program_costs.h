@@ -80,7 +80,9 @@ struct OpCost {
   CostRole role = CostRole::kFree;
   std::uint8_t flags = 0;       // CountFlag bits: why the count is approximate
   OpClass op_class = OpClass::kOther;
-  workload::OpId fused_into = workload::kNoId;  // kFused (and kFree renames inside a fused kernel)
+  // kFused (and kFree renames inside a fused kernel): the kernel op; a kFree call that was costed
+  // at its site and never runs (its result unused): the call itself, so its callee does not run.
+  workload::OpId fused_into = workload::kNoId;
   std::uint32_t fused_ops = 0;  // kCompute: how many other ops are fused into this kernel by fusion
   SimTime time;                 // duration on the device (0 unless kCompute)
   Flops flops;

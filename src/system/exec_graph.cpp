@@ -123,6 +123,9 @@ class ExecGraphBuilder {
         if (takes_time_(id)) {
           return add_exec(id, op, ExecKind::kCompute);  // costed as one kernel (a fusible call)
         }
+        if (kernel_of_ && kernel_of_(id) == id) {
+          return pass_through(id, op);  // a fusible call whose result nothing reads: never runs
+        }
         const workload::FunctionId callee = program_.has_payload(op) ? program_.call(op).callee : workload::kNoId;
         if (callee == workload::kNoId) {
           return add_exec(id, op, ExecKind::kCompute);  // an undefined callee: cost the op itself

@@ -404,6 +404,53 @@ TEST(ProgramCosts, RegionFusionFusesCallsOfElementwiseFunctions) {
   EXPECT_EQ(unfused[relu_call].role, CostRole::kFree);
 }
 
+// Calls that must not be costed as one elementwise op, and a fused call whose result is unused.
+TEST(ProgramCosts, OnlyPurelyElementwiseCallsFuseAndDeadOnesDoNotRun) {
+  ComputeModel model = microsecond_model();
+  // A composite inside the callee stands for a GEMM: the call is not elementwise work.
+  const auto composite = parse(R"(
+func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %0 = stablehlo.add %x, %x : tensor<16x16xf32>
+  %1 = call @wrap(%0) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %1 : tensor<16x16xf32>
+}
+func.func private @wrap(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %m = stablehlo.multiply %a, %a : tensor<16x16xf32>
+  %d = stablehlo.composite "my.matmul" %m {decomposition = @mm} : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}
+func.func private @mm(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %d = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}
+)");
+  ASSERT_NE(composite, nullptr);
+  const ProgramCosts with_composite = cost_with_regions(*composite, model);
+  EXPECT_EQ(with_composite[first(*composite, OpKind::kCall)].role, CostRole::kFree);
+  const ExecutionTotals composite_totals = execution_totals(*composite, with_composite);
+  EXPECT_EQ(composite_totals.flops.value, execution_totals(*composite, cost_program(*composite, model, {})).flops.value);
+  // A fusible call whose result nothing reads never runs, and neither does its callee.
+  const auto dead = parse(R"(
+func.func @main(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %d = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %1 = call @act(%y) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %d : tensor<16x16xf32>
+}
+func.func private @act(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %m = stablehlo.tanh %a : tensor<16x16xf32>
+  %n = stablehlo.multiply %m, %a : tensor<16x16xf32>
+  return %n : tensor<16x16xf32>
+}
+)");
+  ASSERT_NE(dead, nullptr);
+  const ProgramCosts dead_costs = cost_with_regions(*dead, model);
+  const OpId call = first(*dead, OpKind::kCall);
+  EXPECT_EQ(dead_costs[call].role, CostRole::kFree);
+  EXPECT_EQ(dead_costs[call].fused_into, call);
+  const ExecutionTotals dead_totals = execution_totals(*dead, dead_costs);
+  EXPECT_EQ(dead_totals.role_executions[static_cast<std::size_t>(CostRole::kCompute)], 1U);  // the dot only
+}
+
 TEST(ProgramCosts, RooflineTimesOnAPreset) {
   const auto p = parse(kChain);
   ASSERT_NE(p, nullptr);

@@ -170,6 +170,17 @@ func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
 )" + kRelu,
                               config::FusionMode::kNone);
   EXPECT_EQ(unfused.program->op(unfused.graph.op(unfused.graph.size() - 1).source).kind, OpKind::kMaximum);
+  // A fused call whose result nothing reads: no exec op, its callee not inlined.
+  const Built dead = build(R"(
+func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+  %0 = stablehlo.dot_general %x, %x, contracting_dims = [1] x [0] : (tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>
+  %1 = call @relu(%x) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>
+}
+)" + kRelu,
+                           config::FusionMode::kRegions);
+  ASSERT_EQ(dead.graph.size(), 1U);
+  EXPECT_EQ(dead.program->op(dead.graph.op(0).source).kind, OpKind::kDotGeneral);
 }
 
 }  // namespace
