@@ -2,7 +2,9 @@
 // program and shared by every rank that runs it (DESIGN.md invariant 3).
 //
 // Lowering from the IR: the entry function is walked in program order; calls, composites and
-// manual regions (sdy.manual_computation) are inlined; while bodies are unrolled by their trip
+// manual regions (sdy.manual_computation) are inlined, except a call the cost table costs at its
+// site (a call of an elementwise function, `takes_time`), which runs as that one kernel, and such
+// a call whose result nothing reads (`kernel_of` is the call itself), which never runs; while bodies are unrolled by their trip
 // counts (loop-carried values flow from one iteration's return to the next iteration's block
 // arguments); if/case run the branch the branch rule picks (the predicate gates every op of the
 // branch). Every op that takes time becomes an exec op: compute ops (fusions count as one), and

@@ -85,15 +85,10 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
                               p.location(op.offset),
                               {}});
     }
-    std::uint64_t operand_bytes = 0;
-    for (const workload::ValueRef operand : p.operands(op)) {
-      operand_bytes += p.types().byte_size(p.value_type(operand)).value_or(0);
-    }
-    const std::uint64_t output_bytes = result_bytes(exec.source);
     if (exec.kind == ExecKind::kSend || exec.kind == ExecKind::kRecv) {
       PeerInfo peer;
       peer.channel = attributes.channel_id;
-      peer.bytes = exec.kind == ExecKind::kSend ? operand_bytes : output_bytes;
+      peer.bytes = exec.kind == ExecKind::kSend ? plan_bytes(exec.source) : result_bytes(exec.source);
       auto pairs = workload::device_pairs(p, op);
       if (!pairs) {
         fail(pairs.error());
