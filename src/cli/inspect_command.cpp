@@ -165,6 +165,9 @@ int run_inspect(InspectOptions& options) {
   if (!options.cost && !options.costing.hardware.empty()) {
     throw OrreryError(ErrorCode::kConfig, "--hardware is an option of --cost");
   }
+  if (!options.cost && options.costing.top > 0) {
+    throw OrreryError(ErrorCode::kConfig, "--top is an option of --cost");
+  }
   if (options.cost && options.dump) {
     throw OrreryError(ErrorCode::kConfig, "--cost and --dump exclude each other");
   }
@@ -238,6 +241,9 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
                       "scenario's compute.fusion)");
   command->add_option("--f32-matmul", options->costing.f32_matmul,
                       "With --cost: what f32 matmuls of DEFAULT precision run in: tf32 (default) or f32");
+  command->add_option("--top", options->costing.top,
+                      "With --cost: list the N costliest kernels (time x executions): class, FLOPs, bytes "
+                      "read and written, fused ops, estimator and source location");
   return [options, &global]() {
     configure_logging(global.log_level, 0);
     return run_inspect(*options);

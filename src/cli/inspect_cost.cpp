@@ -53,6 +53,75 @@ struct ModuleCost {
   ExecutionTotals totals;
 };
 
+// One kernel of the --top list: an op that runs as a kernel and how often one run executes it.
+struct TopKernel {
+  workload::OpId op;
+  std::uint64_t executions;
+  SimTime total;
+};
+
+// The `top` kernels with the most time over their executions; ties in op order.
+std::vector<TopKernel> top_kernels(const ModuleCost& m, std::size_t top) {
+  std::vector<TopKernel> kernels;
+  kernels.reserve(m.totals.kernels.size());
+  for (const auto& [op, executions] : m.totals.kernels) {
+    kernels.push_back({op, executions, m.costs.ops[op].time * executions});
+  }
+  const auto costlier = [](const TopKernel& a, const TopKernel& b) {
+    return a.total != b.total ? a.total > b.total : a.op < b.op;
+  };
+  const std::size_t n = std::min(top, kernels.size());
+  std::partial_sort(kernels.begin(), kernels.begin() + static_cast<std::ptrdiff_t>(n), kernels.end(), costlier);
+  kernels.resize(n);
+  return kernels;
+}
+
+std::string where(const workload::Program& p, workload::OpId id) {
+  const SourceLocation at = p.location(p.op(id).offset);
+  return at.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column);
+}
+
+nlohmann::json top_json(const ModuleCost& m, std::size_t top) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const TopKernel& k : top_kernels(m, top)) {
+    const compute::OpCost& c = m.costs.ops[k.op];
+    list.push_back({{"op", std::string(m.program->string(m.program->op(k.op).name))},
+                    {"location", where(*m.program, k.op)},
+                    {"class", std::string(compute::name(c.op_class))},
+                    {"fused_ops", c.fused_ops},
+                    {"executions", k.executions},
+                    {"flops", c.flops.value},
+                    {"bytes_read", c.bytes_read.count},
+                    {"bytes_written", c.bytes_written.count},
+                    {"estimated_s", c.time.seconds()},
+                    {"total_s", k.total.seconds()},
+                    {"estimator", std::string(c.estimator)},
+                    {"note", std::string(c.note)}});
+  }
+  return list;
+}
+
+void print_top(const ModuleCost& m, std::size_t top) {
+  const std::vector<TopKernel> kernels = top_kernels(m, top);
+  if (kernels.empty()) {
+    return;
+  }
+  std::printf("  costliest kernels (time x executions):\n");
+  std::printf("    %12s %6s %-15s %11s %11s %11s  %s\n", "total (s)", "runs", "class", "FLOPs", "read B",
+              "written B", "op (fused ops), location");
+  for (const TopKernel& k : kernels) {
+    const compute::OpCost& c = m.costs.ops[k.op];
+    std::printf("    %12.6g %6llu %-15s %11.4g %11.4g %11.4g  %s", k.total.seconds(),
+                static_cast<unsigned long long>(k.executions), std::string(compute::name(c.op_class)).c_str(),
+                c.flops.value, c.bytes_read.as_double(), c.bytes_written.as_double(),
+                std::string(m.program->string(m.program->op(k.op).name)).c_str());
+    if (c.fused_ops > 0) {
+      std::printf(" (+%u)", c.fused_ops);
+    }
+    std::printf(", %s\n", where(*m.program, k.op).c_str());
+  }
+}
+
 nlohmann::json class_json(const compute::ClassTotals& c) {
   return {{"kernels", c.executions},
           {"flops", c.flops.value},
@@ -181,12 +250,18 @@ int print_costs(const std::string& file, const std::vector<frontend::stablehlo::
     nlohmann::json out;
     if (costs.size() == 1) {
       out = to_json(costs[0]);
+      if (options.top > 0) {
+        out["top_kernels"] = top_json(costs[0], options.top);
+      }
       out.update(settings);
     } else {
       out = {{"file", file}, {"module_count", costs.size()}, {"modules", nlohmann::json::array()}};
       out.update(settings);
       for (const ModuleCost& m : costs) {
         out["modules"].push_back(to_json(m));
+        if (options.top > 0) {
+          out["modules"].back()["top_kernels"] = top_json(m, options.top);
+        }
       }
     }
     std::printf("%s\n", out.dump(2).c_str());
@@ -196,6 +271,7 @@ int print_costs(const std::string& file, const std::vector<frontend::stablehlo::
               hardware_name.c_str(), hardware_source.c_str(), options.estimator.c_str(), options.fusion.c_str());
   for (const ModuleCost& m : costs) {
     print_text(m, costs.size());
+    print_top(m, options.top);
   }
   return 0;
 }

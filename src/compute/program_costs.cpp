@@ -837,6 +837,7 @@ class ExecutionWalker {
         c.bytes_written += cost.bytes_written;
         c.time += cost.time;
         ++into.estimators[std::string(cost.estimator)];
+        ++into.kernels[id];
         break;
       }
       case CostRole::kFree:
@@ -936,6 +937,9 @@ void ExecutionTotals::add(const ExecutionTotals& other, std::uint64_t times) {
   merge(free_ops, other.free_ops);
   merge(communication, other.communication);
   merge(approximate, other.approximate);
+  for (const auto& [op, count] : other.kernels) {
+    kernels[op] += count * times;
+  }
 }
 
 ProgramCosts cost_program(const Program& program, ComputeModel& model, const CostOptions& options) {

@@ -141,6 +141,7 @@ struct ExecutionTotals {
   std::map<std::string, std::uint64_t> free_ops;        // op name -> executions
   std::map<std::string, std::uint64_t> communication;   // op name -> executions
   std::map<std::string, std::uint64_t> approximate;     // "op name (why)" -> executions of flagged ops
+  std::map<workload::OpId, std::uint64_t> kernels;      // kCompute op -> its executions
 
   [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
   void add(const ExecutionTotals& other, std::uint64_t times);

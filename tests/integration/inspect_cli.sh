@@ -84,6 +84,21 @@ r = json.loads(sys.argv[1])
 assert r["fusion"] == "regions" and r["kernels"] == 20 and r["executions"]["fused"] == 1, r
 assert r["flops"] == 6 * 4096 + 6 * 1024 + 3 + 4 + 2 * 128, r["flops"]
 PY
+# --top N: the costliest kernels over their executions (the loop body's dot runs 6 times).
+json=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --top 3 --json "$cost") || fail "cost top exit"
+if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_top_json"; else fail "cost top json"; fi
+import json, sys
+r = json.loads(sys.argv[1])
+top = r["top_kernels"]
+assert len(top) == 3, top
+assert [k["total_s"] for k in top] == sorted((k["total_s"] for k in top), reverse=True), top
+dot = top[0]
+assert dot["op"] == "stablehlo.dot_general" and dot["executions"] == 6 and dot["flops"] == 4096, dot
+assert dot["location"].endswith("cost_loop.mlir:5:3"), dot
+assert abs(dot["total_s"] - 6 * dot["estimated_s"]) < 1e-15 and dot["estimator"] == "roofline", dot
+PY
+expect cost_top_text 0 "6 gemm" -- "$orrery" inspect --cost --hardware A100_80GB --top 2 "$cost"
+expect cost_top_without_cost 2 "--top is an option of --cost" -- "$orrery" inspect --top 2 "$cost"
 expect cost_bad_fusion 2 "--fusion: expected none, elementwise or regions, got 'xla'" \
   -- "$orrery" inspect --cost --hardware H100 --fusion xla "$cost"
 # Overridden trip counts multiply the loop body.
