@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -547,9 +548,10 @@ class ProgramCoster {
   }
 
   // Producer duplication (XLA fuses a cheap producer into each consumer rather than materialise
-  // it): a fused op without transcendental math -- elementwise, convert, broadcast, iota -- that
-  // reads no more bytes than it writes, so recomputing it never moves more data than reading its
-  // result, and whose operands are materialised (from outside its kernel) or duplicable too.
+  // it): a fused op without transcendental math -- elementwise, convert, broadcast, iota -- whose
+  // operands are materialised (from outside its kernel) or duplicable too, and whose recomputation
+  // reads no more bytes than its result (the values from outside the kernel that it and its
+  // duplicable producers read), so recomputing it never moves more data than reading its result.
   bool duplicable(OpId id) {
     if (region_.empty() || region_[id] == kNoRegion || !is_member_[id]) {
       return false;
@@ -571,10 +573,11 @@ class ProgramCoster {
         cheap = workload::op_category(op.kind) == workload::OpCategory::kElementwise;
         break;
     }
+    std::uint64_t result_bytes = 0;
     if (cheap) {
       counter_.count(id, dup_count_);
-      cheap = dup_count_.signature.op_class != OpClass::kTranscendental && p_.result_types(op).size() == 1 &&
-              dup_count_.signature.bytes_read.count <= dup_count_.signature.bytes_written.count;
+      cheap = dup_count_.signature.op_class != OpClass::kTranscendental && p_.result_types(op).size() == 1;
+      result_bytes = dup_count_.signature.bytes_written.count;
     }
     const std::uint32_t region = find_set(region_[id]);
     for (const workload::ValueRef v : p_.operands(op)) {
@@ -582,11 +585,54 @@ class ProgramCoster {
         break;
       }
       if (v.is_op_result() && region_[v.op()] != kNoRegion && find_set(region_[v.op()]) == region) {
-        cheap = duplicable(v.op());  // a value of its own kernel: materialised only if it escapes
+        // A value of its own kernel: recomputed too, or read when the kernel writes it anyway.
+        cheap = duplicable(v.op()) || escapes(v, kernel_of(v.op()));
       }
     }
+    cheap = cheap && recompute_reads(id, region) <= result_bytes;
     duplicable_[id] = cheap ? 1 : 2;
     return cheap;
+  }
+
+  // The kernel op that region member `id` belongs to.
+  OpId kernel_of(OpId id) const {
+    const OpCost& cost = costs_.ops[id];
+    return cost.role == CostRole::kFused ? cost.fused_into : id;
+  }
+
+  // The bytes a kernel reads to recompute duplicable op `id` of `region`: each distinct value that
+  // the op and its duplicable producers in the region read and that is materialised (from outside
+  // the region, or written by it): a convert of an f16 tensor times a constant reads the f16
+  // tensor. Saturates above kMaxRecomputeOps ops (never duplicable then).
+  static constexpr std::size_t kMaxRecomputeOps = 64;
+  std::uint64_t recompute_reads(OpId id, std::uint32_t region) {
+    std::vector<OpId> stack{id};
+    std::vector<OpId> visited{id};
+    std::vector<std::uint64_t> leaves;
+    std::uint64_t bytes = 0;
+    std::uint8_t flags = 0;
+    while (!stack.empty()) {
+      const OpId at = stack.back();
+      stack.pop_back();
+      for (const workload::ValueRef v : p_.operands(p_.op(at))) {
+        if (v.is_op_result() && region_[v.op()] != kNoRegion && find_set(region_[v.op()]) == region &&
+            duplicable(v.op())) {
+          if (std::find(visited.begin(), visited.end(), v.op()) == visited.end()) {
+            if (visited.size() == kMaxRecomputeOps) {
+              return std::numeric_limits<std::uint64_t>::max();
+            }
+            visited.push_back(v.op());
+            stack.push_back(v.op());
+          }
+          continue;
+        }
+        if (std::find(leaves.begin(), leaves.end(), v.key()) == leaves.end()) {
+          leaves.push_back(v.key());
+          bytes += counter_.value_bytes(v, flags);
+        }
+      }
+    }
+    return bytes;
   }
 
   // Whether a value of kernel `root` is used outside it (directly or through renames).

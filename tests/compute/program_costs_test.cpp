@@ -451,6 +451,57 @@ func.func private @act(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
   EXPECT_EQ(dead_totals.role_executions[static_cast<std::size_t>(CostRole::kCompute)], 1U);  // the dot only
 }
 
+// Producer duplication: a kernel recomputes a cheap producer of another kernel instead of reading
+// its result when the recomputation reads no more bytes than the result (the materialised values
+// it and its cheap producers read). %m = 2 * convert(x) reads x (f16, 8 KiB) to recompute, less
+// than its f32 result (16 KiB), although the multiply itself reads two f32 operands; %n reads x
+// and %v, which its kernel writes anyway (returned); %a = y + z would read 32 KiB: written.
+constexpr const char* kDuplication = R"(
+func.func @main(%x: tensor<64x64xf16>, %y: tensor<64x64xf32>, %z: tensor<64x64xf32>, %p: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64xf32>) {
+  %c = stablehlo.convert %x : (tensor<64x64xf16>) -> tensor<64x64xf32>
+  %k = stablehlo.constant dense<2.0> : tensor<f32>
+  %kb = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<f32>) -> tensor<64x64xf32>
+  %m = stablehlo.multiply %kb, %c : tensor<64x64xf32>
+  %v = stablehlo.rsqrt %p : tensor<64xf32>
+  %vb = stablehlo.broadcast_in_dim %v, dims = [1] : (tensor<64xf32>) -> tensor<64x64xf32>
+  %n = stablehlo.multiply %c, %vb : tensor<64x64xf32>
+  %a = stablehlo.add %y, %z : tensor<64x64xf32>
+  %s = stablehlo.add %m, %n : tensor<64x64xf32>
+  %t = stablehlo.add %s, %a : tensor<64x64xf32>
+  %e = stablehlo.exponential %t : tensor<64x64xf32>
+  %d = stablehlo.dot_general %e, %e, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u1 = stablehlo.add %m, %d : tensor<64x64xf32>
+  %u2 = stablehlo.add %u1, %n : tensor<64x64xf32>
+  %u3 = stablehlo.add %u2, %a : tensor<64x64xf32>
+  return %u3, %v : tensor<64x64xf32>, tensor<64xf32>
+}
+)";
+
+TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
+  const auto p = parse(kDuplication);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts fused = cost_with_regions(*p, model);
+  // Two kernels: everything before the dot (at the exponential) and the three adds after it.
+  const OpId first_kernel = first(*p, OpKind::kExponential);
+  const OpId second_kernel = first(*p, OpKind::kAdd, 5);
+  EXPECT_EQ(fused[first(*p, OpKind::kRsqrt)].fused_into, first_kernel);
+  EXPECT_EQ(fused[first(*p, OpKind::kAdd, 3)].fused_into, second_kernel);
+  // The first kernel writes the exponential's result (the dot's operand, 16 KiB), %v (returned,
+  // 256 B) and %a (16 KiB); %m and %n are recomputed by the second kernel.
+  EXPECT_EQ(fused[first_kernel].bytes_written.count, 16384U + 256U + 16384U);
+  // The second kernel reads the dot's result and %a (16 KiB each), x (8 KiB) and the constant
+  // (4 B) for %m, %v (256 B) for %n.
+  EXPECT_EQ(fused[second_kernel].bytes_read.count, 16384U + 16384U + 8192U + 4U + 256U);
+  EXPECT_EQ(fused[second_kernel].bytes_written.count, 16384U);
+  // It also does the recomputed work: its FLOPs exceed its three adds'.
+  const ProgramCosts unfused = cost_program(*p, model, {});
+  EXPECT_DOUBLE_EQ(fused[second_kernel].flops.value,
+                   3 * unfused[second_kernel].flops.value + unfused[first(*p, OpKind::kMultiply)].flops.value +
+                       unfused[first(*p, OpKind::kMultiply, 1)].flops.value +
+                       unfused[first(*p, OpKind::kConvert)].flops.value);
+}
+
 TEST(ProgramCosts, RooflineTimesOnAPreset) {
   const auto p = parse(kChain);
   ASSERT_NE(p, nullptr);
