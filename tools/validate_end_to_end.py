@@ -230,13 +230,11 @@ def main():
               "batch-norm statistics). ResNet-18 and Llama3-100M are the exported programs of the measured set.")
         print("- **Fusion is modelled, not read.** The exports are StableHLO before XLA's optimisation; Orrery "
               "groups ops as XLA's documented fusion passes do (docs/compute.md, \"Fusion\"): loop, input and "
-              "sibling fusion in program order, duplication of cheap producers, calls of elementwise functions "
-              "(`@relu`) fused into their callers. It does not fuse across other calls, does not fuse elementwise "
-              "epilogues into convolutions or GEMMs, does not do horizontal fusion, and does not merge two "
-              "reductions of the same value when a use of the first's result comes between them in the program "
-              "(the batch-norm statistics of the ResNet exports: XLA's multi-output fusion merges them). Each of "
-              "these leaves bytes in the count that XLA's kernels do not move, so they can only explain an "
-              "over-prediction. Without fusion (the row above) every estimate is several times the measurement, "
+              "sibling fusion, duplication of cheap producers, producer kernels taken in across program order "
+              "(a batch norm's two sums), calls of elementwise functions (`@relu`) fused into their callers. It "
+              "does not fuse across other calls, does not fuse elementwise epilogues into convolutions or GEMMs, "
+              "and does not do horizontal fusion. Each of these leaves bytes in the count that XLA's kernels do "
+              "not move, so they can only explain an over-prediction. Without fusion (the row above) every estimate is several times the measurement, "
               "which is why fusion matters more than any estimator constant here.")
         print("- **No convolution kernel data.** Convolutions take the GEMM efficiency fitted on Vidur's GEMMs "
               "(implicit GEMM); cuDNN's algorithm choice, layouts and Winograd kernels, and the lower efficiency "

@@ -342,6 +342,7 @@ class ProgramCoster {
         form_region(id, nested_users[id]);
       }
     }
+    merge_closed_producers();
     // Kernels: each region of two or more members runs at its last member (program order).
     std::vector<OpId> root(region_parent_.size(), workload::kNoId);
     std::vector<std::uint32_t> size(region_parent_.size(), 0);
@@ -365,6 +366,121 @@ class ProgramCoster {
       if (is_member_[id]) {
         costs_.ops[id].role = CostRole::kFused;
         members_[root[r]].push_back(id);
+      }
+    }
+  }
+
+  // Producer-consumer fusion across a closed region. Regions form in program order, so a region
+  // closes at the first outside use of one of its values even when that user's kernel runs later:
+  // a batch norm's sum of x closes its kernel at the division that makes the mean, before the sum
+  // of x * x (which reads the kernel's x * x) comes. XLA fuses by the graph, not the order, and
+  // computes both sums in one kernel. A region K therefore takes in a region A whose values it
+  // reads when
+  //   - K uses no reduction result of A (a reduction's result leaves its kernel);
+  //   - every other use of A's values comes after K's last member (K's kernel op): the merged
+  //     kernel runs there, and nothing may need A's values before.
+  // Regions are taken in the order of their kernel ops; A's kernel op is before K's. No cycle can
+  // arise: a path from A to K other than K's own reads starts at another use of A's values, whose
+  // work runs before K's kernel op only if K does not come after it -- the second condition.
+  void merge_closed_producers() {
+    const std::size_t regions = region_parent_.size();
+    if (regions < 2) {
+      return;
+    }
+    // Members and renames of each region, and each region's kernel op (its last member).
+    std::vector<std::vector<OpId>> ops_of(regions);
+    std::vector<OpId> root(regions, workload::kNoId);
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      if (region_[id] != kNoRegion) {
+        const std::uint32_t r = find_set(region_[id]);
+        ops_of[r].push_back(id);
+        if (is_member_[id]) {
+          root[r] = root[r] == workload::kNoId ? id : std::max(root[r], id);
+        }
+      }
+    }
+    // Users of each op's results in the op's block (a nested user counts as its ancestor there).
+    std::vector<std::vector<OpId>> users(p_.op_count());
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      for (const workload::ValueRef v : p_.operands(p_.op(id))) {
+        if (v.is_op_result()) {
+          const OpId user = ancestor_in(id, p_.op(v.op()).block);
+          if (user != workload::kNoId) {
+            users[v.op()].push_back(user);
+          }
+        }
+      }
+    }
+    // Where an op's work runs: its region's kernel op, or the op itself.
+    const auto position = [&](OpId op) {
+      return region_[op] != kNoRegion ? root[find_set(region_[op])] : op;
+    };
+    // The op that produces a value, through renames inside a region.
+    const auto source = [&](workload::ValueRef v) {
+      OpId op = v.op();
+      while (region_[op] != kNoRegion && !is_member_[op] && !p_.operands(p_.op(op)).empty() &&
+             p_.operands(p_.op(op))[0].is_op_result()) {
+        op = p_.operands(p_.op(op))[0].op();
+      }
+      return op;
+    };
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t r = 0; r < regions; ++r) {
+      if (find_set(r) == r && root[r] != workload::kNoId) {
+        order.push_back(r);
+      }
+    }
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return root[a] < root[b]; });
+    for (const std::uint32_t k : order) {
+      // Producer regions of k, in order of first use.
+      std::vector<std::uint32_t> producers;
+      for (const OpId op : ops_of[k]) {
+        for (const workload::ValueRef v : p_.operands(p_.op(op))) {
+          const std::uint32_t a = region_of(v);
+          if (a != kNoRegion && a != k && std::find(producers.begin(), producers.end(), a) == producers.end()) {
+            producers.push_back(a);
+          }
+        }
+      }
+      for (const std::uint32_t a : producers) {
+        if (find_set(a) != a || find_set(k) != k || root[a] >= root[k]) {
+          continue;
+        }
+        const OpId kernel = root[k];
+        const auto in_pair = [&](OpId op) {
+          if (region_[op] == kNoRegion) {
+            return false;
+          }
+          const std::uint32_t r = find_set(region_[op]);
+          return r == a || r == k;
+        };
+        bool ok = true;
+        // K uses no reduction result of A.
+        for (const OpId op : ops_of[k]) {
+          for (const workload::ValueRef v : p_.operands(p_.op(op))) {
+            if (ok && region_of(v) == a) {
+              const OpKind kind = p_.op(source(v)).kind;
+              ok = kind != OpKind::kReduce && kind != OpKind::kReduceWindow;
+            }
+          }
+        }
+        // Every other use of A's values comes after K's kernel op.
+        for (const OpId op : ops_of[a]) {
+          for (const OpId user : users[op]) {
+            if (ok && !in_pair(user)) {
+              ok = position(user) > kernel;
+            }
+          }
+        }
+        if (!ok) {
+          continue;
+        }
+        region_parent_[a] = k;
+        if (ops_of[k].size() < ops_of[a].size()) {
+          ops_of[k].swap(ops_of[a]);  // append the shorter list: linear over all merges
+        }
+        ops_of[k].insert(ops_of[k].end(), ops_of[a].begin(), ops_of[a].end());
+        std::vector<OpId>().swap(ops_of[a]);
       }
     }
   }

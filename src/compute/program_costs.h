@@ -69,7 +69,9 @@ struct CostOptions {
   //                 reduce_window as the last ops of their kernel) form one kernel named "fusion".
   //                 It reads each outside value once and writes only the values used outside it.
   //                 The kernel runs at its last member; a region stops growing once an op outside
-  //                 it uses one of its values, which keeps the kernel graph acyclic.
+  //                 it uses one of its values, which keeps the kernel graph acyclic, and afterwards
+  //                 takes in a closed region whose values it reads when every other use of them
+  //                 runs after it.
   config::FusionMode fusion = config::FusionMode::kNone;
   CountOptions counting;
 

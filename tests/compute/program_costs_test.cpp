@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "compute/program_costs.h"
@@ -342,6 +343,21 @@ ProgramCosts cost_with_regions(const Program& p, ComputeModel& model) {
   return cost_program(p, model, options);
 }
 
+// A program and its costs with region fusion (1 us kernels); `program` is null when the text does
+// not parse.
+struct RegionCosts {
+  std::shared_ptr<const Program> program;
+  ProgramCosts costs;
+};
+RegionCosts regions_of(const std::string& text) {
+  RegionCosts out{parse(text), {}};
+  if (out.program != nullptr) {
+    ComputeModel model = microsecond_model();
+    out.costs = cost_with_regions(*out.program, model);
+  }
+  return out;
+}
+
 TEST(ProgramCosts, RegionFusionNeverMakesACycle) {
   const auto p = parse(kClosedRegion);
   ASSERT_NE(p, nullptr);
@@ -478,10 +494,10 @@ func.func @main(%x: tensor<64x64xf16>, %y: tensor<64x64xf32>, %z: tensor<64x64xf
 )";
 
 TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
-  const auto p = parse(kDuplication);
+  const RegionCosts costed = regions_of(kDuplication);
+  const auto& p = costed.program;
   ASSERT_NE(p, nullptr);
-  ComputeModel model = microsecond_model();
-  const ProgramCosts fused = cost_with_regions(*p, model);
+  const ProgramCosts& fused = costed.costs;
   // Two kernels: everything before the dot (at the exponential) and the three adds after it.
   const OpId first_kernel = first(*p, OpKind::kExponential);
   const OpId second_kernel = first(*p, OpKind::kAdd, 5);
@@ -495,11 +511,154 @@ TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
   EXPECT_EQ(fused[second_kernel].bytes_read.count, 16384U + 16384U + 8192U + 4U + 256U);
   EXPECT_EQ(fused[second_kernel].bytes_written.count, 16384U);
   // It also does the recomputed work: its FLOPs exceed its three adds'.
+  ComputeModel model = microsecond_model();
   const ProgramCosts unfused = cost_program(*p, model, {});
   EXPECT_DOUBLE_EQ(fused[second_kernel].flops.value,
                    3 * unfused[second_kernel].flops.value + unfused[first(*p, OpKind::kMultiply)].flops.value +
                        unfused[first(*p, OpKind::kMultiply, 1)].flops.value +
                        unfused[first(*p, OpKind::kConvert)].flops.value);
+}
+
+// A batch norm's statistics: the sum of x closes its kernel at the division that makes the mean,
+// before the sum of x * x, which reads that kernel's x * x. The division's kernel runs after the
+// second sum (at the concatenation), so the second sum's kernel takes in the first (XLA computes
+// both sums in one kernel): x is read once, nothing but the sums written.
+constexpr const char* kStatistics = R"(
+func.func @main(%y: tensor<64x64xf16>) -> tensor<128xf32> {
+  %c = stablehlo.convert %y : (tensor<64x64xf16>) -> tensor<64x64xf32>
+  %sq = stablehlo.multiply %c, %c : tensor<64x64xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s1 = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %n = stablehlo.constant dense<64.0> : tensor<64xf32>
+  %mean = stablehlo.divide %s1, %n : tensor<64xf32>
+  %s2 = stablehlo.reduce(%sq init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %var = stablehlo.divide %s2, %n : tensor<64xf32>
+  %both = stablehlo.concatenate %mean, %var, dim = 0 : (tensor<64xf32>, tensor<64xf32>) -> tensor<128xf32>
+  return %both : tensor<128xf32>
+}
+)";
+
+TEST(ProgramCosts, AReductionTakesInTheClosedKernelWhoseValuesItReads) {
+  const RegionCosts costed = regions_of(kStatistics);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  const ProgramCosts& fused = costed.costs;
+  const OpId second_sum = first(*p, OpKind::kReduce, 1);
+  for (const OpKind kind : {OpKind::kConvert, OpKind::kMultiply, OpKind::kReduce}) {
+    EXPECT_EQ(fused[first(*p, kind)].fused_into, second_sum) << workload::op_kind_name(kind);
+  }
+  EXPECT_EQ(fused[second_sum].role, CostRole::kCompute);
+  EXPECT_EQ(fused[second_sum].bytes_read.count, 8192U + 4U);  // y and the init value
+  EXPECT_EQ(fused[second_sum].bytes_written.count, 256U + 256U);
+  // The divisions and the concatenation use the sums' results: one kernel after it.
+  const OpId concatenate = first(*p, OpKind::kConcatenate);
+  EXPECT_EQ(fused[first(*p, OpKind::kDivide)].fused_into, concatenate);
+  EXPECT_EQ(fused[first(*p, OpKind::kDivide, 1)].fused_into, concatenate);
+  const ExecutionTotals totals = execution_totals(*p, fused);
+  EXPECT_EQ(totals.role_executions[static_cast<std::size_t>(CostRole::kCompute)], 2U);
+}
+
+// The merge waits for nothing: a dot that uses x * x before the second sum needs it in memory at
+// the first kernel's end, so the two sums stay two kernels.
+TEST(ProgramCosts, AClosedKernelWhoseValueIsNeededEarlierIsNotTakenIn) {
+  std::string text = kStatistics;
+  const auto replace = [&text](const std::string& from, const std::string& to) {
+    ASSERT_NE(text.find(from), std::string::npos) << from;
+    text.replace(text.find(from), from.size(), to);
+  };
+  replace("  %s2 = stablehlo.reduce(%sq", "  %d = stablehlo.dot_general %sq, %sq, contracting_dims = [1] x [0] : "
+                                        "(tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>\n"
+                                        "  %s2 = stablehlo.reduce(%sq");
+  replace("return %both : tensor<128xf32>", "return %both, %d : tensor<128xf32>, tensor<64x64xf32>");
+  replace("-> tensor<128xf32> {", "-> (tensor<128xf32>, tensor<64x64xf32>) {");
+  const RegionCosts costed = regions_of(text);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  const ProgramCosts& fused = costed.costs;
+  const OpId first_sum = first(*p, OpKind::kReduce);
+  const OpId second_sum = first(*p, OpKind::kReduce, 1);
+  EXPECT_EQ(fused[first_sum].role, CostRole::kCompute);
+  EXPECT_EQ(fused[first(*p, OpKind::kMultiply)].fused_into, first_sum);
+  // The first kernel writes x * x (the dot's operand) and its sum; the second recomputes x * x
+  // from y (reading y and the init value).
+  EXPECT_EQ(fused[first_sum].bytes_written.count, 16384U + 256U);
+  EXPECT_EQ(fused[second_sum].role, CostRole::kCompute);
+  EXPECT_EQ(fused[second_sum].bytes_read.count, 8192U + 4U);
+}
+
+// Random straight-line programs of fusible ops, reductions, broadcasts and dots: whatever the
+// regions, merges and recomputations, every kernel op comes after its members, and a value
+// used by another kernel (or a barrier) is produced by a kernel that runs before the user's.
+TEST(ProgramCosts, RegionKernelsRunAfterTheirMembersAndBeforeTheirUsers) {
+  std::mt19937 random(20261121);
+  ComputeModel model = microsecond_model();
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> matrices = {"%m0", "%m1"};
+    std::vector<std::string> vectors = {"%v0"};
+    std::string body;
+    const auto pick = [&random](const std::vector<std::string>& from) {
+      return from[std::uniform_int_distribution<std::size_t>(0, from.size() - 1)(random)];
+    };
+    for (int i = 0; i < 30; ++i) {
+      const std::string name = "%x" + std::to_string(i);
+      const int kind = std::uniform_int_distribution<int>(0, 7)(random);
+      const std::string m = "tensor<8x8xf32>";
+      const std::string v = "tensor<8xf32>";
+      if (kind <= 1) {
+        body += "  " + name + " = stablehlo." + (kind == 0 ? "add " : "multiply ") + pick(matrices) + ", " +
+                pick(matrices) + " : " + m + "\n";
+        matrices.push_back(name);
+      } else if (kind == 2) {
+        body += "  " + name + " = stablehlo.exponential " + pick(matrices) + " : " + m + "\n";
+        matrices.push_back(name);
+      } else if (kind == 3) {
+        body += "  " + name + " = stablehlo.reduce(" + pick(matrices) +
+                " init: %z) applies stablehlo.add across dimensions = [1] : (" + m + ", tensor<f32>) -> " + v + "\n";
+        vectors.push_back(name);
+      } else if (kind == 4) {
+        body += "  " + name + " = stablehlo.broadcast_in_dim " + pick(vectors) + ", dims = [0] : (" + v + ") -> " +
+                m + "\n";
+        matrices.push_back(name);
+      } else if (kind == 5) {
+        body += "  " + name + " = stablehlo.divide " + pick(vectors) + ", " + pick(vectors) + " : " + v + "\n";
+        vectors.push_back(name);
+      } else if (kind == 6) {
+        body += "  " + name + " = stablehlo.dot_general " + pick(matrices) + ", " + pick(matrices) +
+                ", contracting_dims = [1] x [0] : (" + m + ", " + m + ") -> " + m + "\n";
+        matrices.push_back(name);
+      } else {
+        body += "  " + name + " = stablehlo.reshape " + pick(matrices) + " : (" + m + ") -> tensor<64xf32>\n";
+        body += "  " + name + "r = stablehlo.reshape " + name + " : (tensor<64xf32>) -> " + m + "\n";
+        matrices.push_back(name + "r");
+      }
+    }
+    const std::string text = "func.func @main(%m0: tensor<8x8xf32>, %m1: tensor<8x8xf32>, %v0: tensor<8xf32>) -> "
+                             "(tensor<8x8xf32>, tensor<8xf32>) {\n"
+                             "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n" +
+                             body + "  return " + pick(matrices) + ", " + pick(vectors) +
+                             " : tensor<8x8xf32>, tensor<8xf32>\n}\n";
+    const auto p = parse(text);
+    ASSERT_NE(p, nullptr) << text;
+    const ProgramCosts fused = cost_with_regions(*p, model);
+    // Where an op's work runs: its kernel op (members and renames), or itself.
+    const auto at = [&fused](OpId op) {
+      const OpCost& c = fused[op];
+      return c.fused_into != workload::kNoId ? c.fused_into : op;
+    };
+    for (OpId id = 0; id < p->op_count(); ++id) {
+      const auto line = [&p](OpId op) { return p->location(p->op(op).offset).line; };
+      // (A rename may follow its kernel op: it costs nothing and its users come later still.)
+      ASSERT_TRUE(fused[id].role != CostRole::kFused || at(id) > id) << "a kernel op (line " << line(at(id)) << ") before its member (line " << line(id)
+                            << ")\n" << text;
+      ASSERT_NE(fused[at(id)].role, CostRole::kFused) << text;
+      for (const workload::ValueRef v : p->operands(p->op(id))) {
+        if (v.is_op_result() && at(v.op()) != at(id)) {
+          ASSERT_LT(at(v.op()), at(id)) << "line " << line(id) << " uses line " << line(v.op())
+                                        << " before its kernel runs\n" << text;
+        }
+      }
+    }
+  }
 }
 
 TEST(ProgramCosts, RooflineTimesOnAPreset) {
