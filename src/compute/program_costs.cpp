@@ -380,8 +380,9 @@ class ProgramCoster {
   //   - every other use of A's values comes after K's last member (K's kernel op): the merged
   //     kernel runs there, and nothing may need A's values before.
   // Regions are taken in the order of their kernel ops; A's kernel op is before K's. No cycle can
-  // arise: a path from A to K other than K's own reads starts at another use of A's values, whose
-  // work runs before K's kernel op only if K does not come after it -- the second condition.
+  // arise: any other path from A to K starts at another use of A's values, and K depends on the
+  // end of that path, so that use's work would run before K's kernel op -- which the second
+  // condition rules out. (tests: kStatistics and the randomized kernel-order test.)
   void merge_closed_producers() {
     const std::size_t regions = region_parent_.size();
     if (regions < 2) {
