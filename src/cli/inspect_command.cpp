@@ -243,7 +243,8 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
                       "With --cost: what f32 matmuls of DEFAULT precision run in: tf32 (default) or f32");
   command->add_option("--top", options->costing.top,
                       "With --cost: list the N costliest kernels (time x executions): class, FLOPs, bytes "
-                      "read and written, fused ops, estimator and source location");
+                      "read and written, fused ops, estimator and source location")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 40));
   return [options, &global]() {
     configure_logging(global.log_level, 0);
     return run_inspect(*options);
