@@ -286,6 +286,17 @@ OpClass elementwise_class(OpKind kind) {
   return OpClass::kElementwise;
 }
 
+void KernelMath::add(const OpSignature& member) {
+  elements_ = std::max(elements_, member.elements);
+  if (member.op_class == OpClass::kTranscendental) {
+    transcendental_elements_ += member.elements;
+  }
+}
+
+bool KernelMath::transcendental() const {
+  return transcendental_elements_ > 0 && transcendental_elements_ * 2 >= elements_;
+}
+
 compute::ElementType compute_element_type(WT type) {
   using CT = compute::ElementType;
   switch (type) {
@@ -1175,7 +1186,7 @@ void OpCounter::count_fusion(const Op& op, OpCount& out) const {
   bool contraction = false;
   OpSignature best;  // the inner contraction with the most FLOPs
   bool reduction = false;
-  bool transcendental = false;
+  KernelMath math;
   bool elementwise = false;
   bool gather = false;
   std::uint64_t row_length = 0;
@@ -1191,6 +1202,7 @@ void OpCounter::count_fusion(const Op& op, OpCount& out) const {
         }
         const OpSignature& is = inner.signature;
         flops += is.flops.value;
+        math.add(is);
         switch (is.op_class) {
           case OpClass::kGemm:
           case OpClass::kConvolution:
@@ -1207,8 +1219,6 @@ void OpCounter::count_fusion(const Op& op, OpCount& out) const {
             reduction = true;
             break;
           case OpClass::kTranscendental:
-            transcendental = true;
-            break;
           case OpClass::kElementwise:
             elementwise = true;
             break;
@@ -1233,7 +1243,7 @@ void OpCounter::count_fusion(const Op& op, OpCount& out) const {
   } else {
     s.kind.assign("fusion");
     s.op_class = reduction        ? OpClass::kReduction
-                 : transcendental ? OpClass::kTranscendental
+                 : math.transcendental() ? OpClass::kTranscendental
                  : elementwise    ? OpClass::kElementwise
                  : gather         ? OpClass::kGatherScatter
                                   : OpClass::kDataMovement;

@@ -73,6 +73,21 @@ double elementwise_flops_per_element(workload::OpKind kind);
 // The class of an elementwise kind: kTranscendental when it evaluates a special function.
 OpClass elementwise_class(workload::OpKind kind);
 
+// Whether a kernel of several ops does its math per element with special functions (docs/compute.md,
+// "Kernel classes"): add each member that computes; the kernel is transcendental when its
+// transcendental members evaluate at least one special function per two elements of its largest
+// member. A batch norm's rsqrt of the per-channel variance, broadcast over the activations, leaves
+// its kernel elementwise: its bandwidth is the elementwise kernels', not an activation kernel's.
+class KernelMath {
+ public:
+  void add(const OpSignature& member);
+  [[nodiscard]] bool transcendental() const;
+
+ private:
+  std::uint64_t elements_ = 0;                 // the largest member's
+  std::uint64_t transcendental_elements_ = 0;  // summed over the transcendental members
+};
+
 // The role of a custom call target (kCompute for unknown targets, which are costed by bytes).
 struct CustomCallRule {
   std::string_view target;   // exact target, or a prefix when it ends in '*'

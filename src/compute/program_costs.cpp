@@ -218,7 +218,7 @@ class ProgramCoster {
   }
 
   // The count of an op; for a fusible call, one elementwise op: the callee's FLOPs (its class
-  // transcendental if any of its ops is), the call's operands read, its result written.
+  // transcendental by KernelMath), the call's operands read, its result written.
   void count(OpId id, OpCount& out) {
     if (fusible_call_.empty() || fusible_call_[id] == 0) {
       counter_.count(id, out);
@@ -227,7 +227,7 @@ class ProgramCoster {
     const Op& op = p_.op(id);
     const workload::Function& callee = p_.function(p_.call(op).callee);
     double flops = 0.0;
-    bool transcendental = false;
+    KernelMath math;
     bool have_template = false;
     std::uint8_t flags = 0;
     for (const OpId member : p_.ops(p_.block(p_.blocks(p_.region(callee.body)).front()))) {
@@ -240,7 +240,7 @@ class ProgramCoster {
         continue;
       }
       flops += call_count_.signature.flops.value;
-      transcendental = transcendental || call_count_.signature.op_class == OpClass::kTranscendental;
+      math.add(call_count_.signature);
       if (!have_template || call_count_.signature.elements >= out.signature.elements) {
         out.signature = call_count_.signature;  // the largest member gives type and shape
         have_template = true;
@@ -253,7 +253,7 @@ class ProgramCoster {
     }
     out.flags = flags;
     out.signature.kind.assign("fusion");
-    out.signature.op_class = transcendental ? OpClass::kTranscendental : OpClass::kElementwise;
+    out.signature.op_class = math.transcendental() ? OpClass::kTranscendental : OpClass::kElementwise;
     out.signature.flops = Flops{flops};
     out.signature.bytes_read = Bytes{read};
     out.signature.bytes_written = Bytes{counter_.type_bytes(p_.result_types(op)[0], flags)};
@@ -581,7 +581,7 @@ class ProgramCoster {
     double flops = 0.0;
     std::uint64_t elements = 0;
     bool reduction = false;
-    bool transcendental = false;
+    KernelMath math;
     bool computes = false;
     bool duplicated = false;
     std::vector<OpId> recomputed;  // duplicated producers, each counted once
@@ -610,10 +610,13 @@ class ProgramCoster {
       flags |= count.flags;
       flops += count.signature.flops.value;
       elements = std::max(elements, count.signature.elements);
+      if (count.role == CostRole::kCompute) {
+        math.add(count.signature);
+      }
       const Op& op = p_.op(member);
       switch (count.signature.op_class) {
         case OpClass::kReduction: reduction = true; break;
-        case OpClass::kTranscendental: transcendental = true; break;
+        case OpClass::kTranscendental:
         case OpClass::kElementwise: computes = true; break;
         default: break;
       }
@@ -659,8 +662,8 @@ class ProgramCoster {
     signature.row_length = 0;
     signature.elements = elements;
     signature.op_class = reduction        ? OpClass::kReduction
-                         : transcendental ? OpClass::kTranscendental
-                         : computes       ? OpClass::kElementwise
+                         : math.transcendental() ? OpClass::kTranscendental
+                         : computes              ? OpClass::kElementwise
                                           : OpClass::kDataMovement;
   }
 
@@ -858,11 +861,12 @@ class ProgramCoster {
   void fuse_members(OpId root, OpSignature& signature, std::uint8_t& flags) {
     std::uint64_t read = signature.bytes_read.count;
     std::uint64_t written = signature.bytes_written.count;
-    bool transcendental = false;
+    KernelMath math;
+    math.add(signature);
     for (const OpId member : members_[root]) {
       counter_.count(member, member_count_);
       flags |= member_count_.flags;
-      transcendental = transcendental || member_count_.signature.op_class == OpClass::kTranscendental;
+      math.add(member_count_.signature);
       signature.flops += member_count_.signature.flops;
       read += member_count_.signature.bytes_read.count;
       written += member_count_.signature.bytes_written.count;
@@ -881,7 +885,7 @@ class ProgramCoster {
       case OpClass::kDataMovement:
       case OpClass::kGatherScatter:
       case OpClass::kElementwise:
-        signature.op_class = transcendental ? OpClass::kTranscendental : OpClass::kElementwise;
+        signature.op_class = math.transcendental() ? OpClass::kTranscendental : OpClass::kElementwise;
         break;
       default:
         break;

@@ -519,6 +519,36 @@ TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
                        unfused[first(*p, OpKind::kConvert)].flops.value);
 }
 
+// A batch norm's normalisation: rsqrt of the per-channel variance (64 evaluations), broadcast over
+// the activations (4096 elements). The kernel streams the activations like any elementwise kernel,
+// so it is not costed as a transcendental one (that class's bandwidth is fitted on activation
+// kernels, one special function per element); the exponential over every element is.
+constexpr const char* kNormalise = R"(
+func.func @main(%x: tensor<64x64xf32>, %var: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %r = stablehlo.rsqrt %var : tensor<64xf32>
+  %rb = stablehlo.broadcast_in_dim %r, dims = [1] : (tensor<64xf32>) -> tensor<64x64xf32>
+  %y = stablehlo.multiply %x, %rb : tensor<64x64xf32>
+  %d = stablehlo.dot_general %y, %y, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %e = stablehlo.exponential %d : tensor<64x64xf32>
+  %z = stablehlo.multiply %e, %rb : tensor<64x64xf32>
+  return %y, %z : tensor<64x64xf32>, tensor<64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, AKernelIsTranscendentalOnlyWhenItsSpecialFunctionsRunPerElement) {
+  const RegionCosts costed = regions_of(kNormalise);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  const ProgramCosts& fused = costed.costs;
+  const OpId normalise = first(*p, OpKind::kMultiply);
+  EXPECT_EQ(fused[first(*p, OpKind::kRsqrt)].fused_into, normalise);
+  EXPECT_EQ(fused[normalise].role, CostRole::kCompute);
+  EXPECT_EQ(fused[normalise].op_class, OpClass::kElementwise);
+  const OpId activation = first(*p, OpKind::kMultiply, 1);
+  EXPECT_EQ(fused[first(*p, OpKind::kExponential)].fused_into, activation);
+  EXPECT_EQ(fused[activation].op_class, OpClass::kTranscendental);
+}
+
 // A batch norm's statistics: the sum of x closes its kernel at the division that makes the mean,
 // before the sum of x * x, which reads that kernel's x * x. The division's kernel runs after the
 // second sum (at the concatenation), so the second sum's kernel takes in the first (XLA computes
