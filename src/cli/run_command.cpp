@@ -30,8 +30,16 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
   return [arguments, &global]() {
     return run_with_mpi(global, [&](pdes::Communicator& communicator) {
       config::Scenario scenario;
-      pdes::run_collectively(communicator,
-                             [&] { scenario = config::load_scenario(arguments->scenario, arguments->overrides); });
+      std::string json_path = arguments->summary_json;
+      pdes::run_collectively(communicator, [&] {
+        scenario = config::load_scenario(arguments->scenario, arguments->overrides);
+        if (json_path.empty()) {
+          json_path = scenario.output.summary_json.path;
+        }
+        if (communicator.rank() == 0 && !json_path.empty() && !arguments->print_scenario) {
+          check_writable(json_path);
+        }
+      });
       if (arguments->print_scenario) {
         if (communicator.rank() == 0) {
           std::printf("%s", config::scenario_to_yaml(scenario).c_str());
@@ -41,10 +49,6 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
       const RunResult result = run_scenario(communicator, scenario);
       if (communicator.rank() == 0) {
         std::printf("%s", summary_text(arguments->scenario, scenario, result).c_str());
-        std::string json_path = arguments->summary_json;
-        if (json_path.empty()) {
-          json_path = scenario.output.summary_json.path;
-        }
         if (!json_path.empty()) {
           std::ofstream out(json_path);
           out << summary_json(scenario, result).dump(2) << "\n";

@@ -1,9 +1,13 @@
 #include "cli/summary_output.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
 
 #include "config/scenario.h"
 #include "pdes/stats.h"
+#include "util/error.h"
 
 namespace orrery::cli {
 namespace {
@@ -145,6 +149,23 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
           {"wall_s", result.wall_s},
           {"warnings", warnings},
           {"scenario", config::scenario_to_yaml(scenario)}};
+}
+
+void check_writable(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path file(path);
+  std::error_code error;
+  if (fs::is_directory(file, error)) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot write '{}': it is a directory", path));
+  }
+  const fs::path directory = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  if (!fs::is_directory(directory, error)) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot write '{}': no directory '{}'", path, directory.string()));
+  }
+  const bool exists = fs::exists(file, error);
+  if (::access(exists ? file.c_str() : directory.c_str(), W_OK) != 0) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot write '{}': permission denied", path));
+  }
 }
 
 }  // namespace orrery::cli

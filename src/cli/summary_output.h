@@ -12,4 +12,9 @@ namespace orrery::cli {
 std::string summary_text(const std::string& scenario_name, const config::Scenario& scenario, const RunResult& result);
 nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& result);
 
+// Throws kIo when `path` cannot be written (its directory is missing or read-only, or it is a
+// directory): run and sweep check their output files before simulating, so a long run is not
+// lost to a typo in the path.
+void check_writable(const std::string& path);
+
 }  // namespace orrery::cli

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/mpi_command.h"
 #include "cli/scenario_runner.h"
+#include "cli/summary_output.h"
 #include "config/scenario.h"
 #include "pdes/mpi_communicator.h"
 
@@ -78,6 +79,9 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
       std::vector<Axis> axes;
       std::size_t points = 1;
       pdes::run_collectively(world, [&] {
+        if (world.rank() == 0) {
+          check_writable(arguments->out);
+        }
         for (const std::string& vary : arguments->vary) {
           axes.push_back(parse_vary(vary));
           points *= axes.back().values.size();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # orrery run and sweep end to end: the default scenario's summary has the documented fields, is
 # identical for mpirun -np 1 and -np 2 (wall times aside), a sweep writes the same CSV for any
-# process count, and bad input fails clearly.
+# process count, and bad input (unwritable output paths included) fails clearly.
 set -uo pipefail
 orrery=$1
 mpirun=$2
@@ -61,6 +61,21 @@ expect rescaled_wrong_ranks 2 "is rescaled to 6 replicas but is given 4 ranks" -
 expect mpi_bad_key 2 "unknown key" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set system.bogus=1
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
+
+# Output paths are checked before anything is simulated: the error comes without a summary.
+unwritable() {
+  local name=$1
+  shift
+  expect "$name" 2 "cannot write" -- "$@"
+  if timeout 60 "$@" 2>&1 | grep -q "step time\|sweep:"; then
+    fail "$name: simulated before reporting the unwritable path"
+  fi
+}
+unwritable json_no_directory "$orrery" run "$scenario" --summary-json /nonexistent/s.json
+unwritable json_is_directory "$orrery" run "$scenario" --summary-json "$work"
+unwritable json_from_scenario "$orrery" run "$scenario" --set output.summary_json=/nonexistent/s.json
+unwritable csv_no_directory "$orrery" sweep "$scenario" --vary hardware=A100_40GB --out /nonexistent/x.csv
+unwritable json_no_directory_np2 "$mpirun" -np 2 "$orrery" run "$scenario" --summary-json /nonexistent/s.json
 
 [[ ${failures:-0} -eq 0 ]] && echo OK
 exit "${failures:-0}"
