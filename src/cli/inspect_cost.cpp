@@ -151,6 +151,7 @@ nlohmann::json to_json(const ModuleCost& m) {
           {"bytes_read", t.bytes_read.count},
           {"bytes_written", t.bytes_written.count},
           {"estimated_compute_s", t.time.seconds()},
+          {"saturated", t.bytes().is_max() || t.time.is_max()},
           {"kernels", t.role_executions[static_cast<std::size_t>(compute::CostRole::kCompute)]},
           {"classes", classes},
           {"estimators", t.estimators},
@@ -194,6 +195,9 @@ void print_text(const ModuleCost& m, std::size_t modules) {
               si(t.flops.value, "FLOP").c_str(), si(t.bytes().as_double(), "B").c_str(),
               si(t.bytes_read.as_double(), "B").c_str(), si(t.bytes_written.as_double(), "B").c_str(),
               t.time.seconds());
+  if (t.bytes().is_max() || t.time.is_max()) {
+    std::printf("  saturated: a total reached its 64-bit maximum (loops of huge trip counts); the true value is larger\n");
+  }
   std::printf("  %-16s %10s %14s %14s %14s %7s\n", "class", "kernels", "FLOPs", "bytes", "time (s)", "time %");
   const double total = std::max(t.time.seconds(), 1e-300);
   for (std::size_t i = 0; i < t.classes.size(); ++i) {

@@ -1079,16 +1079,16 @@ void ExecutionTotals::add(const ExecutionTotals& other, std::uint64_t times) {
   }
   const double scale = static_cast<double>(times);
   flops += Flops{other.flops.value * scale};
-  bytes_read += Bytes{other.bytes_read.count * times};
-  bytes_written += Bytes{other.bytes_written.count * times};
+  bytes_read += other.bytes_read * times;
+  bytes_written += other.bytes_written * times;
   time += other.time * times;
   for (std::size_t i = 0; i < classes.size(); ++i) {
     ClassTotals& c = classes[i];
     const ClassTotals& o = other.classes[i];
     c.executions += o.executions * times;
     c.flops += Flops{o.flops.value * scale};
-    c.bytes_read += Bytes{o.bytes_read.count * times};
-    c.bytes_written += Bytes{o.bytes_written.count * times};
+    c.bytes_read += o.bytes_read * times;
+    c.bytes_written += o.bytes_written * times;
     c.time += o.time * times;
   }
   for (std::size_t i = 0; i < role_executions.size(); ++i) {

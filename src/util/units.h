@@ -74,14 +74,21 @@ class SimTime {
   std::uint64_t picoseconds_ = 0;
 };
 
-// A count of bytes.
+// A count of bytes. Sums and multiples saturate at 2^64 - 1 (is_max), as SimTime does: a traffic
+// total through loops of huge trip counts stays an upper bound instead of wrapping to a small one.
 struct Bytes {
   std::uint64_t count = 0;
+  static constexpr Bytes max() { return Bytes{~std::uint64_t{0}}; }
+  [[nodiscard]] constexpr bool is_max() const { return count == ~std::uint64_t{0}; }
   friend constexpr auto operator<=>(Bytes, Bytes) = default;
-  friend constexpr Bytes operator+(Bytes a, Bytes b) { return Bytes{a.count + b.count}; }
-  constexpr Bytes& operator+=(Bytes other) {
-    count += other.count;
-    return *this;
+  friend constexpr Bytes operator+(Bytes a, Bytes b) {
+    std::uint64_t sum = 0;
+    return __builtin_add_overflow(a.count, b.count, &sum) ? max() : Bytes{sum};
+  }
+  constexpr Bytes& operator+=(Bytes other) { return *this = *this + other; }
+  friend constexpr Bytes operator*(Bytes a, std::uint64_t factor) {
+    std::uint64_t product = 0;
+    return __builtin_mul_overflow(a.count, factor, &product) ? max() : Bytes{product};
   }
   [[nodiscard]] constexpr double as_double() const { return static_cast<double>(count); }
 };

@@ -25,6 +25,17 @@ TEST(SimTime, RejectsNegativeAndNan) {
   EXPECT_THROW((void)SimTime::from_seconds(std::nan("")), OrreryError);
 }
 
+TEST(Bytes, SumsAndMultiplesSaturateAtMax) {
+  EXPECT_EQ((Bytes{3} + Bytes{4}).count, 7U);
+  EXPECT_EQ((Bytes{3} * 5).count, 15U);
+  EXPECT_TRUE((Bytes::max() + Bytes{1}).is_max());
+  EXPECT_TRUE((Bytes{1ULL << 62} * 8).is_max());
+  Bytes total{1ULL << 63};
+  total += Bytes{1ULL << 63};
+  EXPECT_TRUE(total.is_max());
+  EXPECT_FALSE(Bytes{1ULL << 63}.is_max());
+}
+
 TEST(SimTime, SaturatesAtMax) {
   EXPECT_TRUE(SimTime::from_seconds(1e30).is_max());
   EXPECT_TRUE((SimTime::max() + SimTime::from_ps(1)).is_max());

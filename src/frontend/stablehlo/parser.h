@@ -185,6 +185,7 @@ class Parser {
   Status parse_type_text(std::string_view text, std::size_t at, workload::TypeId& type);
   Status describe_type(std::string_view text, std::size_t at, workload::TypeDescription& description);
   Status describe_tensor(std::string_view body, std::size_t at, workload::TypeDescription& description);
+  Status check_tensor_size(const workload::TypeDescription& description, std::size_t at);
   Status parse_element_type(std::string_view text, std::size_t at, workload::TypeDescription& description);
   Status parse_bounds(std::string_view encoding, std::size_t at, workload::TypeDescription& description);
 

@@ -235,6 +235,30 @@ Status Parser::describe_tensor(std::string_view body, std::size_t at, TypeDescri
     const std::string_view encoding = trim(parts[1].second, shift);
     ORRERY_TRY(parse_bounds(encoding, at + i + parts[1].first + shift, d));
   }
+  return check_tensor_size(d, at);
+}
+
+// A tensor larger than any machine's memory is a typo, and its byte count would overflow the
+// 64-bit sums of a program's traffic: reject it (dynamic dimensions count at their bound).
+Status Parser::check_tensor_size(const TypeDescription& d, std::size_t at) {
+  constexpr std::uint64_t kLimitBits = std::uint64_t{1} << 59;  // 2^56 bytes
+  std::vector<std::uint64_t> extents;
+  for (std::size_t k = 0; k < d.dimensions.size(); ++k) {
+    std::int64_t extent = d.dimensions[k];
+    if (extent == workload::kDynamicDimension) {
+      extent = k < d.bounds.size() && d.bounds[k] != workload::kNoBound ? d.bounds[k] : 1;
+    }
+    if (extent == 0) {
+      return Status::success();  // empty
+    }
+    extents.push_back(extent > 0 ? static_cast<std::uint64_t>(extent) : 1);
+  }
+  std::uint64_t bits = std::max(1U, workload::element_storage_bits(d.element));
+  for (const std::uint64_t extent : extents) {
+    if (__builtin_mul_overflow(bits, extent, &bits) || bits > kLimitBits) {
+      return error_at(at, "tensor type larger than 2^56 bytes (64 PiB): no device holds it; check its dimensions");
+    }
+  }
   return Status::success();
 }
 
