@@ -30,8 +30,13 @@ struct ScaleUpConfig {
   template <class V>
   void fields(V& v) {
     v("bandwidth_GBps", bandwidth_gbps,
-      "Per-device scale-up bandwidth per direction (GB/s, 1e9 B/s), e.g. NVLink4 450.", positive());
-    v("latency_ns", latency_ns, "Device-to-device latency across the scale-up switch (ns).", nonnegative());
+      "Per-device scale-up bandwidth per direction (GB/s, 1e9 B/s), e.g. NVLink4 450. With an astra_sim topology "
+      "(whose first dimension is the scale-up domain) it serves in-switch reduction only; a run warns when it is "
+      "set there without it.",
+      positive());
+    v("latency_ns", latency_ns,
+      "Device-to-device latency across the scale-up switch (ns); with an astra_sim topology as bandwidth_GBps.",
+      nonnegative());
     v("in_switch_reduction", in_switch_reduction,
       "The scale-up switch reduces in the network (NVLink SHARP / NVLS).");
   }

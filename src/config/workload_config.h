@@ -28,7 +28,9 @@ struct ProgramConfig {
       "program's devices, when it is the only program), or ids and ranges like '0-3,8-11'.");
     v("replicas", replicas,
       "Run a data-parallel program on this many replicas instead of its own mhlo.num_replicas (weak "
-      "scaling: the per-device batch stays); every collective must span all replicas. 0: as written.");
+      "scaling: the per-device batch stays); every collective must span all replicas. 0: as written. At most "
+      "2^26, the most endpoints a topology has.",
+      between(0, 1 << 26));
     v("loop_trip_counts", loop_trip_counts,
       "Trip counts for while loops whose count cannot be derived, by loop name as `inspect` prints it.");
     v("missing_hint", missing_hint, "Explanation printed when the file cannot be read (e.g. where to get it).");

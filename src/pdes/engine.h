@@ -131,6 +131,9 @@ class Engine {
     if (!is_local(destination)) {
       return;
     }
+    if (time.is_max()) [[unlikely]] {
+      time_overflow(destination, time);
+    }
     LocalLp& lp = lps_[destination];
     push_local(destination, time, make_tie(priority, destination, lp.next_sequence++), payload);
   }
@@ -154,6 +157,9 @@ class Engine {
     ORRERY_DEBUG_ASSERT(priority <= kMaxPriority, "priority out of range");
     const std::uint64_t tie = make_tie(priority, current_id_, current_->next_sequence++);
     const SimTime time = now_ + delay;
+    if (time.is_max()) [[unlikely]] {
+      time_overflow(destination, delay);
+    }
     if (is_local(destination)) {
       push_local(destination, time, tie, payload);
       return;
@@ -188,6 +194,16 @@ class Engine {
     LpId destination;
     Payload payload;
   };
+
+  // An event at SimTime::max() (a saturated sum) would never run, and the run would end as if
+  // stuck: report the out-of-range duration instead.
+  [[noreturn]] void time_overflow(LpId destination, SimTime delay) const {
+    throw OrreryError(ErrorCode::kModel,
+                      fmt::format("simulated time overflow: LP {} at t={:.9g} s scheduled an event for LP {} {:.6g} s "
+                                  "later, beyond the 2^64 ps (213 days) the engine represents; a duration or delay in "
+                                  "the scenario is out of range",
+                                  current_id_, now_.seconds(), destination, delay.seconds()));
+  }
 
   void push_local(LpId destination, SimTime time, std::uint64_t tie, const Payload& payload) {
     std::uint32_t slot = 0;

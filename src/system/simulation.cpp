@@ -942,6 +942,14 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       throw OrreryError(ErrorCode::kConfig, fmt::format("system.chunks: at most {} (got {})", kMaxChunks,
                                                         scenario.system.chunks));
     }
+    // The system first: a workload too large for it fails before its programs are built.
+    topology = std::make_unique<network::Topology>(network::Topology::build(scenario.system, scenario.network));
+    if (topology->num_endpoints() < ranks) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("the system has {} devices ({} nodes x {} devices) but the workload needs {} ranks",
+                                    topology->num_endpoints(), topology->num_nodes(), topology->devices_per_node(),
+                                    ranks));
+    }
     ExecGraphOptions graph_options;
     graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
     graph_options.combine_bytes = scenario.system.combine_threshold_bytes;
@@ -965,13 +973,6 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
                           fmt::format("{} runs more than {} collectives per step", program.label, kMaxOrdinal));
       }
     }
-    topology = std::make_unique<network::Topology>(network::Topology::build(scenario.system, scenario.network));
-    if (topology->num_endpoints() < ranks) {
-      throw OrreryError(ErrorCode::kConfig,
-                        fmt::format("the system has {} devices ({} nodes x {} devices) but the workload needs {} ranks",
-                                    topology->num_endpoints(), topology->num_nodes(), topology->devices_per_node(),
-                                    ranks));
-    }
     routing = std::make_unique<network::Routing>(*topology, scenario.network.routing);
     placement = std::make_unique<network::Placement>(
         network::Placement::make(scenario.network.placement, *topology, ranks, scenario.simulation.seed));
@@ -981,6 +982,14 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   summary.steps = scenario.workload.steps;
   summary.network_model = std::string(model->name());
   summary.topology = topology->describe();
+  const config::ScaleUpConfig scale_up_defaults;
+  if (topology->direct() && !scenario.system.scale_up.in_switch_reduction &&
+      (scenario.system.scale_up.bandwidth_gbps != scale_up_defaults.bandwidth_gbps ||
+       scenario.system.scale_up.latency_ns != scale_up_defaults.latency_ns)) {
+    summary.warnings.push_back(
+        "system.scale_up.bandwidth_GBps and latency_ns do not apply: an astra_sim topology defines every link, its "
+        "first dimension the scale-up domain (they serve in-switch reduction only)");
+  }
   for (const auto& program : programs) {
     summary.memory.push_back(estimate_memory(*program, input.memory_capacity));
     const MemoryEstimate& memory = summary.memory.back();

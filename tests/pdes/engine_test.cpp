@@ -191,6 +191,18 @@ TEST(EngineErrors, EventIntoThePastIsReported) {
       << messages[0];
 }
 
+TEST(EngineErrors, ASaturatedEventTimeIsReportedNotDropped) {
+  // now + delay saturates at SimTime::max(), where an event would never run and the run would
+  // end as if every LP were done.
+  const auto messages = errors_of_two_processes([](Communicator& communicator) {
+    run_send_model(communicator, SendModel{1, SimTime::max()}, SimTime::from_ps(50), LpRange{0, 4});
+  });
+  EXPECT_NE(messages[0].find("simulated time overflow: LP 0 at t=5e-11 s scheduled an event for LP 1"),
+            std::string::npos)
+      << messages[0];
+  EXPECT_NE(messages[1].find("process 0 reported an error"), std::string::npos) << messages[1];
+}
+
 TEST(EngineErrors, SendWithoutADeclaredChannelIsReported) {
   const auto messages = errors_of_two_processes([](Communicator& communicator) {
     const PartitionMap map = BlockPartitioner().assign(4, 2);
