@@ -192,12 +192,19 @@ class SystemModel {
     }
     chunks_ = scenario_.system.chunks;
     in_flight_limit_ = scenario_.system.chunks_in_flight == 0 ? chunks_ : scenario_.system.chunks_in_flight;
+    std::vector<std::uint32_t> straggling;
     for (const auto& straggler : scenario_.system.stragglers) {
       if (straggler.rank >= num_ranks_) {
         throw OrreryError(ErrorCode::kConfig,
                           fmt::format("system.stragglers: rank {} does not exist (the run has {} ranks)",
                                       straggler.rank, num_ranks_));
       }
+      if (std::find(straggling.begin(), straggling.end(), straggler.rank) != straggling.end()) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("system.stragglers: rank {} is listed twice (give its slowdown once)",
+                                      straggler.rank));
+      }
+      straggling.push_back(straggler.rank);
     }
     build_peer_routes();
   }
