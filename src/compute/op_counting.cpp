@@ -1242,11 +1242,11 @@ void OpCounter::count_fusion(const Op& op, OpCount& out) const {
     s.elements = 0;
   } else {
     s.kind.assign("fusion");
-    s.op_class = reduction        ? OpClass::kReduction
+    s.op_class = reduction               ? OpClass::kReduction
                  : math.transcendental() ? OpClass::kTranscendental
-                 : elementwise    ? OpClass::kElementwise
-                 : gather         ? OpClass::kGatherScatter
-                                  : OpClass::kDataMovement;
+                 : elementwise           ? OpClass::kElementwise
+                 : gather                ? OpClass::kGatherScatter
+                                         : OpClass::kDataMovement;
     s.row_length = reduction ? row_length : 0;
   }
   s.flops = Flops{flops};

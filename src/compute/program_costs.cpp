@@ -661,10 +661,10 @@ class ProgramCoster {
     signature.conv = ConvShape{};
     signature.row_length = 0;
     signature.elements = elements;
-    signature.op_class = reduction        ? OpClass::kReduction
+    signature.op_class = reduction               ? OpClass::kReduction
                          : math.transcendental() ? OpClass::kTranscendental
                          : computes              ? OpClass::kElementwise
-                                          : OpClass::kDataMovement;
+                                                 : OpClass::kDataMovement;
   }
 
   // Producer duplication (XLA fuses a cheap producer into each consumer rather than materialise
