@@ -148,6 +148,26 @@ def main():
         print(f"Frozen configuration: {within} of {len(frozen_errors)} workloads within the 15% target "
               f"({', '.join(f'{w} {e:+.1%}' for w, e in frozen_errors)}).\n")
 
+        reference = pd.read_csv(os.path.join(args.root, "tools/data/reference_estimates.csv"))
+        if len(reference):
+            print("### Against Hespas' estimates\n")
+            print("Hespas (StableHLO -> per-op cost -> ASTRA-sim) estimated the same Llama3-100M module on the same "
+                  "system; its estimates are read from tools/data/reference_estimates.csv (source named there). "
+                  "Orrery's rows are from the table above.\n")
+            print("| workload | measured s | tool: method | predicted s | error |")
+            print("|---|---:|---|---:|---:|")
+            for _, ref in reference.iterrows():
+                measured = float(refs.loc[refs.workload == ref.workload, "runtime_s"].iloc[0])
+                print(f"| {ref.workload} | {measured:.3f} | {ref.tool}: {ref.method} | {ref.step_s:.4f} | "
+                      f"{(ref.step_s - measured) / measured:+.1%} |")
+            for workload in sorted(set(reference.workload)):
+                for w, measured, name, summary in results:
+                    if w == workload and (name == FROZEN or name.startswith("roofline, datasheet")):
+                        label = "Orrery: " + ("frozen configuration" if name == FROZEN else name)
+                        print(f"| {w} | {measured:.3f} | {label} | {summary['step_time_s']:.4f} | "
+                              f"{(summary['step_time_s'] - measured) / measured:+.1%} |")
+            print()
+
         print("### Where the predicted time goes (frozen configuration)\n")
         for workload, measured, name, summary in results:
             if name != FROZEN:
