@@ -12,6 +12,7 @@
 #include "cli/mpi_command.h"
 #include "cli/scenario_runner.h"
 #include "cli/summary_output.h"
+#include "compute/hardware.h"
 #include "config/scenario.h"
 #include "pdes/mpi_communicator.h"
 
@@ -94,7 +95,8 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
             overrides.push_back(axes[a].key + "=" + axes[a].values[rest % axes[a].values.size()]);
             rest /= axes[a].values.size();
           }
-          (void)config::load_scenario(arguments->scenario, overrides);
+          const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
+          (void)compute::load_hardware(scenario.hardware);  // a preset name is a typo, not a result
         }
       });
       const auto groups = static_cast<int>(std::min<std::size_t>(world.size(), points));

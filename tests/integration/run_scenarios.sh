@@ -64,6 +64,7 @@ expect scale_up_ignored 0 "system.scale_up.bandwidth_GBps and latency_ns do not 
 expect replicas_range 2 "replicas: 4000000000 is out of range (must be 0 to 67108864)" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=4000000000
 expect system_too_small 2 "the system has 4 devices (1 nodes x 4 devices) but the workload needs 1000000 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=1000000
 expect straggler_twice 2 "system.stragglers: rank 1 is listed twice" -- "$orrery" run "$scenario" --set "system.stragglers=[{rank: 1}, {rank: 1, slowdown_percent: 20}]"
+expect sweep_unknown_preset 2 "unknown hardware preset 'Z100'" -- "$orrery" sweep "$scenario" --vary hardware=A100_40GB,Z100 --out "$work/x.csv"
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
 
