@@ -35,7 +35,10 @@ std::string Error::render() const {
   out += message;
   if (where && !where->line_text.empty()) {
     std::string line = where->line_text;
-    std::replace(line.begin(), line.end(), '\t', ' ');
+    for (char& c : line) {  // one column per byte: tabs as spaces, control bytes (a NUL) as '?'
+      const auto byte = static_cast<unsigned char>(c);
+      c = c == '\t' ? ' ' : byte < 0x20 || byte == 0x7f ? '?' : c;
+    }
     out += "\n  " + line + "\n  ";
     const std::uint32_t caret = where->column > 0 ? where->column - 1 : 0;
     out += std::string(std::min<std::size_t>(caret, line.size()), ' ') + '^';

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/stablehlo/parser.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "test_support.h"
 
@@ -74,6 +75,20 @@ TEST(Errors, BytecodeIsRefusedWithAClearMessage) {
   fs::remove(path);
   ASSERT_FALSE(source.ok());
   EXPECT_EQ(source.error().message.rfind("MLIR bytecode is not supported; export text", 0), 0U);
+}
+
+// A control byte (here a NUL, which would end the message where it is printed) is named by its
+// value, and the rendered source line shows it as '?' so the caret stays under it.
+TEST(Errors, ControlBytesAreNamedNotPrinted) {
+  static constexpr char kText[] = "func.func @main() -> () {\n  \0x return\n}\n";
+  const Error error = testing::parse_error(std::string(kText, sizeof(kText) - 1));
+  EXPECT_EQ(error.message, "unexpected character byte 0x00");
+  ASSERT_TRUE(error.where.has_value());
+  EXPECT_EQ(error.where->line, 2U);
+  EXPECT_EQ(error.where->column, 3U);
+  EXPECT_NE(error.render().find("\n    ?x return\n    ^"), std::string::npos) << error.render();
+  EXPECT_EQ(describe_character('a'), "'a'");
+  EXPECT_EQ(describe_character('\x7f'), "byte 0x7f");
 }
 
 TEST(Errors, MissingFileIsAnIoError) {

@@ -76,12 +76,21 @@ std::string describe(const Token& token) {
 }
 }  // namespace
 
+std::string describe_character(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte < 0x7f) {
+    return std::string("'") + c + "'";
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  return std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xf];
+}
+
 Status Parser::error_expected(std::string_view what) {
   if (token_.is(TokenKind::kError)) {
     // The lexer stopped on something that is no token at all.
     return error_here(token_.text[0] == '"'
                           ? std::string("unterminated string literal")
-                          : "unexpected character '" + std::string(token_.text.substr(0, 1)) + "'");
+                          : "unexpected character " + describe_character(token_.text[0]));
   }
   // A missing token is reported at the end of the previous line (MLIR's convention): that is
   // where it was forgotten.

@@ -30,6 +30,10 @@
 
 namespace orrery::frontend::stablehlo {
 
+// A character for an error message: 'c' when printable, else `byte 0xNN` (a NUL would end the
+// message where it is printed, and control bytes garble a terminal).
+std::string describe_character(char c);
+
 // A module being built: the builder, its module-level block (sdy.mesh and other module-level ops)
 // and its functions by name.
 struct ModuleDraft {

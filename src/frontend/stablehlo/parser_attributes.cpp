@@ -140,7 +140,7 @@ Status Parser::skip_group() {
     const TokenKind kind = token_.kind;
     if (kind == TokenKind::kEof || kind == TokenKind::kError) {
       if (kind == TokenKind::kError) {
-        return error_here("unexpected character " + std::string(token_.text.substr(0, 1)));
+        return error_here("unexpected character " + describe_character(token_.text[0]));
       }
       return error_at(open, "unbalanced '" + std::string(text_.substr(open, 1)) + "': no matching '" +
                                 std::string(token_kind_spelling(closers.back())).substr(1, 1) + "'");
