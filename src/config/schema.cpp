@@ -8,7 +8,7 @@ namespace orrery::config {
 
 std::string Bounds::describe() const {
   if (min && max) {
-    return fmt::format("{} to {}", *min, *max);
+    return min_exclusive ? fmt::format("> {} and <= {}", *min, *max) : fmt::format("{} to {}", *min, *max);
   }
   if (min) {
     return fmt::format("{} {}", min_exclusive ? ">" : ">=", *min);

@@ -95,6 +95,8 @@ TEST(ScenarioErrors, WrongTypeAndOutOfRange) {
   EXPECT_NE(error_of("system:\n  endpoint_delay_ns: 0\n").find("system.endpoint_delay_ns: 0 is out of range (must be > 0)"),
             std::string::npos);
   EXPECT_NE(error_of("system:\n  endpoint_delay_ns: .nan\n").find("expected a finite number"), std::string::npos);
+  EXPECT_EQ((Bounds{0.0, 1.0, true}).describe(), "> 0 and <= 1");  // an efficiency: 0 excluded
+  EXPECT_EQ(between(0, 4).describe(), "0 to 4");
   EXPECT_NE(error_of("system:\n  devices_per_node: -3\n").find("expected a non-negative integer"), std::string::npos);
   EXPECT_NE(error_of("system:\n  scale_up: 5\n").find("system.scale_up: expected a mapping"), std::string::npos);
   EXPECT_NE(error_of("workload:\n  programs: foo.mlir\n").find("workload.programs: expected a list"),
