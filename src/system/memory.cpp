@@ -13,7 +13,7 @@ MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto combined = graph.combined_sources(i);
     if (combined.empty()) {
-      bytes[i] = program.result_bytes(graph.op(i).source);
+      bytes[i] = program.output_bytes(graph.op(i).source);  // a fused kernel: every value it writes
     } else {
       for (const workload::OpId member : combined) {  // a combined collective holds every member's result
         bytes[i] += program.result_bytes(member);

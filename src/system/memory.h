@@ -1,8 +1,10 @@
 // Peak device memory of one rank's program, from live tensor sizes: the entry function's
-// arguments (parameters, optimizer state, the batch) are live for the whole step; every exec op's
-// results are live from the op until its last consumer in program order (the schedule XLA's
-// buffer assignment follows); free ops alias their operands and allocate nothing. Temporary
-// workspace inside kernels is not counted.
+// arguments (parameters, optimizer state, the batch) are live for the whole step; what every exec
+// op leaves in memory -- its results, and for a fused kernel every value of its fused ops used
+// outside it (ProgramModel::output_bytes) -- is live from the op until its last consumer in
+// program order (the schedule XLA's buffer assignment follows), all of a kernel's values until the
+// last consumer of any; free ops alias their operands and allocate nothing. Temporary workspace
+// inside kernels is not counted.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 #include "system/program_model.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <set>
 
 #include "util/error.h"
@@ -44,6 +46,9 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
     if (times.takes_time(id)) {
       if (std::string kernel = times.kernel_label(id); !kernel.empty()) {
         kernel_labels_.emplace(id, std::move(kernel));
+      }
+      if (const auto written = times.bytes_written(id)) {
+        kernel_written_.emplace(id, *written);
       }
     }
   }
@@ -295,6 +300,13 @@ std::uint64_t ProgramModel::result_bytes(workload::OpId id) const {
     bytes += program_->types().byte_size(type).value_or(0);
   }
   return bytes;
+}
+
+std::uint64_t ProgramModel::output_bytes(workload::OpId id) const {
+  // At least the op's results: an in-place update (dynamic_update_slice, scatter) writes only the
+  // update, but its result is the whole buffer, live until its last consumer.
+  const auto written = kernel_written_.find(id);
+  return std::max(result_bytes(id), written != kernel_written_.end() ? written->second : 0);
 }
 
 std::uint64_t ProgramModel::argument_bytes() const {

@@ -30,6 +30,11 @@ class OpTimes {
   [[nodiscard]] virtual workload::OpId kernel_of(workload::OpId /*op*/) const { return workload::kNoId; }
   // What the kernel at this op is when it is more than the op ("fusion of 12 ops"), or empty.
   [[nodiscard]] virtual std::string kernel_label(workload::OpId /*op*/) const { return {}; }
+  // Bytes the kernel at this compute op writes to memory: every value of its fused ops that is
+  // used outside it, not only the op's own results (the memory estimate); nullopt: its results.
+  [[nodiscard]] virtual std::optional<std::uint64_t> bytes_written(workload::OpId /*op*/) const {
+    return std::nullopt;
+  }
 };
 
 // Device groups of collective ops, interned: ops with the same groups share one GroupSet.
@@ -88,8 +93,11 @@ class ProgramModel {
   [[nodiscard]] const std::vector<PeerInfo>& peers() const { return peers_; }
   // "file.mlir:12:5 stablehlo.all_reduce" for messages.
   [[nodiscard]] std::string describe_op(workload::OpId op) const;
-  // Bytes of an op's results (for the memory estimate).
+  // Bytes of an op's results.
   [[nodiscard]] std::uint64_t result_bytes(workload::OpId op) const;
+  // Bytes an exec op's source leaves in memory (for the memory estimate): what its kernel writes
+  // (OpTimes::bytes_written) for a compute op, at least its results.
+  [[nodiscard]] std::uint64_t output_bytes(workload::OpId op) const;
   [[nodiscard]] std::uint64_t argument_bytes() const;
 
  private:
@@ -106,6 +114,7 @@ class ProgramModel {
   std::vector<std::uint32_t> ranks_;
   ExecGraph graph_;
   std::vector<SimTime> op_time_;  // per IR op
+  std::unordered_map<workload::OpId, std::uint64_t> kernel_written_;  // compute ops with a known kernel output
   std::unordered_map<workload::OpId, std::string> kernel_labels_;  // fused kernels
   std::vector<CollectiveInfo> collectives_;
   std::unordered_map<workload::OpId, std::uint32_t> collective_index_;
