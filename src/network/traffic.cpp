@@ -311,6 +311,11 @@ void validate(const TrafficOptions& options) {
   if (!(options.duration_us > 0.0 && std::isfinite(options.duration_us))) {
     throw OrreryError(ErrorCode::kConfig, fmt::format("--duration-us must be positive (got {})", options.duration_us));
   }
+  if (options.duration_us > 1e13) {  // SimTime holds 2^64 ps, about 1.8e13 us
+    throw OrreryError(ErrorCode::kConfig,
+                      fmt::format("--duration-us must be at most 1e13 (got {}): simulated time ends at 2^64 ps",
+                                  options.duration_us));
+  }
   if (options.partition != "auto" && options.partition != "block" && options.partition != "round-robin") {
     throw OrreryError(ErrorCode::kConfig,
                       fmt::format("--partition: unknown partition '{}' (known: auto, block, round-robin)",

@@ -20,6 +20,7 @@ expect bad_pattern 2 "--pattern: unknown pattern 'tornado' (known: uniform_rando
 expect bad_topology_key 2 "network.topology.radix: unknown key 'radix'" -- "$orrery" traffic --topology '{kind: fat_tree, radix: 8}'
 expect bad_routing 2 "network.routing: 'valiant' is not available for the fat_tree topology" -- "$orrery" traffic --topology fat_tree --routing valiant
 expect bad_load 2 "--load must be positive" -- "$orrery" traffic --load -1
+expect long_duration 2 "--duration-us must be at most 1e13" -- "$orrery" traffic --load 0.5 --duration-us 1e30
 placeholder="$(dirname "$0")/../../../shared/data/configs/astra-sim/inputs/network/dgx_v100_8gpu.yml"
 if [[ -f "$placeholder" ]]; then
   expect astra_placeholder 2 "bandwidth[0]: expected a finite number, got 'tbd'" -- "$orrery" traffic --network-configuration "$placeholder"
