@@ -63,6 +63,9 @@ void validate(const PholdParams& params) {
   if (!(params.end > 0.0) || !std::isfinite(params.end)) {
     bad(fmt::format("--end must be positive and finite (got {})", params.end));
   }
+  if (params.end > 1e13) {  // SimTime holds 2^64 ps, about 1.8e13 us
+    bad(fmt::format("--end must be at most 1e13 us (got {}): simulated time ends at 2^64 ps", params.end));
+  }
 }
 
 PholdResult run_phold(Communicator& communicator, const PholdParams& params) {

@@ -268,6 +268,14 @@ TEST(Phold, ValidationNamesTheParameter) {
   params = PholdParams{};
   params.remote = 1.5;
   EXPECT_THROW(validate(params), OrreryError);
+  params = PholdParams{};
+  params.end = 1e30;  // beyond 2^64 ps: the run would never end
+  try {
+    validate(params);
+    FAIL();
+  } catch (const OrreryError& error) {
+    EXPECT_NE(std::string(error.what()).find("--end must be at most 1e13"), std::string::npos) << error.what();
+  }
 }
 
 }  // namespace
