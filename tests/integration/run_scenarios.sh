@@ -29,6 +29,22 @@ print("ok   default scenario: same summary for -np 1 and -np 2, step", one["step
 PY
 grep -q "step time" "$work/one.txt" || { echo "FAIL text summary"; failures=$((failures + 1)); }
 
+# The job script for workstations and interactive allocations gives the same summary.
+timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-json "$work/job.json" > /dev/null 2>&1 ||
+  { echo "FAIL jobs/run-mpirun.sh"; failures=$((failures + 1)); }
+/usr/bin/python3 - "$work/one.json" "$work/job.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+one, job = (json.load(open(p)) for p in sys.argv[1:3])
+assert job["processes"] == 2, job["processes"]
+for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+    one.pop(key); job.pop(key)
+assert one == job, "jobs/run-mpirun.sh summary differs from the -np 1 run"
+print("ok   jobs/run-mpirun.sh 2: same summary")
+PY
+for script in "$root"/jobs/*.sbatch "$root"/jobs/*.sh; do
+  bash -n "$script" || { echo "FAIL syntax of $script"; failures=$((failures + 1)); }
+done
+
 # sweep: 2 x 2 points, CSV identical for 1 and 2 processes (wall_s aside).
 "$orrery" --log-level warn sweep "$scenario" --vary hardware=A100_40GB,H100 --vary network.model=analytical,flow \
   --out "$work/sweep1.csv" > /dev/null || { echo "FAIL sweep"; exit 1; }
