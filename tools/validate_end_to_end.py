@@ -261,6 +261,14 @@ def main():
               "of backward-filter convolutions, are not modelled. The share of convolutions and GEMMs in the predicted "
               "compute: "
               + ", ".join(f"{w} {d / (d + o):.0%}" for w, (_, _, d, o) in reports.items()) + ".")
+        print("- **Gaps between kernels.** The only per-kernel cost is the preset's launch overhead "
+              "(configs/hardware/A100_40GB.yaml), fitted on isolated kernel timings; host-side dispatch gaps between "
+              "the kernels of an XLA executable are in no kernel data and are not modelled. Each microsecond of gap "
+              "per kernel would add "
+              + ", ".join(f"{w} {r['kernels'] * 1e-3:.2f} ms ({r['kernels']} kernels, "
+                          f"{r['kernels'] * 1e-6 / m:.1%} of the measured step)"
+                          for w, (m, r, _, _) in reports.items())
+              + ": the same order for all three, so gaps alone do not explain errors of opposite sign.")
         print("- **Collective combining is XLA's rule, not XLA's result.** The exports hold one all-reduce per "
               "parameter; Orrery combines independent ones of a computation up to XLA's default 30 MiB as XLA's combiner "
               "passes do (docs/collectives.md, \"Combining\"), but XLA's scheduler may also reorder and pipeline "
