@@ -41,6 +41,7 @@ for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "w
 assert one == job, "jobs/run-mpirun.sh summary differs from the -np 1 run"
 print("ok   jobs/run-mpirun.sh 2: same summary")
 PY
+expect job_usage 2 "usage: jobs/run-mpirun.sh [N] SCENARIO.yaml" -- "$root/jobs/run-mpirun.sh" 2
 for script in "$root"/jobs/*.sbatch "$root"/jobs/*.sh; do
   bash -n "$script" || { echo "FAIL syntax of $script"; failures=$((failures + 1)); }
 done
