@@ -132,7 +132,10 @@ class Engine {
       return;
     }
     if (time.is_max()) [[unlikely]] {
-      time_overflow(destination, time);
+      throw OrreryError(ErrorCode::kModel,
+                        fmt::format("simulated time overflow: an initial event for LP {} lies beyond the 2^64 ps "
+                                    "(213 days) the engine represents",
+                                    destination));
     }
     LocalLp& lp = lps_[destination];
     push_local(destination, time, make_tie(priority, destination, lp.next_sequence++), payload);

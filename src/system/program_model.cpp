@@ -41,6 +41,7 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
   }
   devices_ = replicas > 0 ? replicas : p.num_devices();
   op_time_.resize(p.op_count());
+  kernel_written_.assign(p.op_count(), 0);
   for (workload::OpId id = 0; id < p.op_count(); ++id) {
     op_time_[id] = times.takes_time(id) ? times.time(id) : SimTime::zero();
     if (times.takes_time(id)) {
@@ -48,7 +49,7 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
         kernel_labels_.emplace(id, std::move(kernel));
       }
       if (const auto written = times.bytes_written(id)) {
-        kernel_written_.emplace(id, *written);
+        kernel_written_[id] = *written;
       }
     }
   }
@@ -305,8 +306,7 @@ std::uint64_t ProgramModel::result_bytes(workload::OpId id) const {
 std::uint64_t ProgramModel::output_bytes(workload::OpId id) const {
   // At least the op's results: an in-place update (dynamic_update_slice, scatter) writes only the
   // update, but its result is the whole buffer, live until its last consumer.
-  const auto written = kernel_written_.find(id);
-  return std::max(result_bytes(id), written != kernel_written_.end() ? written->second : 0);
+  return std::max(result_bytes(id), kernel_written_[id]);
 }
 
 std::uint64_t ProgramModel::argument_bytes() const {

@@ -114,7 +114,7 @@ class ProgramModel {
   std::vector<std::uint32_t> ranks_;
   ExecGraph graph_;
   std::vector<SimTime> op_time_;  // per IR op
-  std::unordered_map<workload::OpId, std::uint64_t> kernel_written_;  // compute ops with a known kernel output
+  std::vector<std::uint64_t> kernel_written_;  // per IR op: what its kernel writes (0: unknown, its results)
   std::unordered_map<workload::OpId, std::string> kernel_labels_;  // fused kernels
   std::vector<CollectiveInfo> collectives_;
   std::unordered_map<workload::OpId, std::uint32_t> collective_index_;

@@ -1049,7 +1049,8 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   }
   pdes::Engine<Payload> engine(communicator, partition, channels, options);
   SystemModel system(input, programs, *topology, *placement, network, ranks);
-  system.initialise(engine);
+  // Initial events can fail (a time beyond the engine's range) on some processes only: fail on all.
+  pdes::run_collectively(communicator, [&] { system.initialise(engine); });
   summary.engine = engine.run(system);
 
   // --- gather per-rank results from every process ------------------------------------------------
