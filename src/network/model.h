@@ -57,8 +57,12 @@ class NetworkModel {
   // Transfers started and not yet delivered.
   [[nodiscard]] virtual std::size_t in_flight() const = 0;
   // Bytes of the transfers still in flight that have left their source by `at` (not earlier than
-  // the last time given): their fluid progress. 0 for models that do not track progress.
-  [[nodiscard]] virtual std::uint64_t bytes_sent_in_flight(SimTime /*at*/) const { return 0; }
+  // the last time given): their fluid progress, also added to `link_bytes` (indexed by link, when
+  // given) for every link of each transfer's path. 0 for models that do not track progress.
+  [[nodiscard]] virtual std::uint64_t bytes_sent_in_flight(SimTime /*at*/,
+                                                           std::vector<std::uint64_t>* /*link_bytes*/) const {
+    return 0;
+  }
 };
 
 }  // namespace orrery::network

@@ -369,8 +369,10 @@ TrafficResult run_traffic(pdes::Communicator& communicator, const config::Scenar
   }
   result.stats = engine.run(traffic);
   if (options.load && communicator.rank() == 0) {
-    // Every replica holds the same model: one process counts the in-flight progress.
-    traffic.tally().partial_bytes = network.model().bytes_sent_in_flight(engine_options.end_time);
+    // Every replica holds the same model: one process counts the in-flight progress, on the
+    // links too, so a saturated link's utilisation includes the messages still crossing it.
+    Tally& tally = traffic.tally();
+    tally.partial_bytes = network.model().bytes_sent_in_flight(engine_options.end_time, &tally.link_bytes);
   }
   const Tally total = combine(communicator.allgather(serialise(traffic.tally())), topology->graph().num_links());
   summarise(total, *topology, options, result);

@@ -81,6 +81,26 @@ TEST(Traffic, ContentionShowsInTheFlowModel) {
   EXPECT_NEAR(*flow.max_link_utilization, 1.0, 0.02);
 }
 
+TEST(Traffic, ASaturatedLinkIsFullyUtilisedUnderOfferedLoad) {
+  // The same worst case at full offered load: the global cable of each group is the bottleneck,
+  // carrying 1/8 of what the group's hosts inject. Messages pile up on it (processor sharing), so
+  // few complete; its utilisation must count the bytes of those still crossing it, as
+  // accepted_load does, or a saturated link reads as a third used.
+  const std::string base =
+      "system: {devices_per_node: 1}\nnetwork: {topology: {kind: dragonfly, p: 2, a: 4, h: 2, g: 9}, model: flow}\n";
+  TrafficOptions options;
+  options.pattern = TrafficPattern::kDragonflyWorstCase;
+  options.load = 1.0;
+  options.bytes = 262'144;
+  options.duration_us = 200;
+  const TrafficResult result = run_on(1, scenario_from(base), options);
+  EXPECT_GT(*result.accepted_load, 0.11);
+  EXPECT_LT(*result.accepted_load, 0.126);
+  EXPECT_GT(*result.max_link_utilization, 0.9);
+  EXPECT_LE(*result.max_link_utilization, 1.0 + 1e-9);
+  expect_same(result, run_on(2, scenario_from(base), options));
+}
+
 TEST(Partitioner, KeepsDragonflyGroupsWhole) {
   const config::Scenario scenario =
       scenario_from("system: {devices_per_node: 1}\nnetwork: {topology: {kind: dragonfly, p: 2, a: 4, h: 2, g: 9}}\n");

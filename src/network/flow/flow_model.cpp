@@ -87,15 +87,25 @@ void FlowModel::advance(SimTime time, std::vector<Delivery>& delivered) {
   while (!deliveries_.empty() && deliveries_.front().time <= time) {
     std::pop_heap(deliveries_.begin(), deliveries_.end(), LaterFinish{});
     delivered.push_back(deliveries_.back());
-    draining_bytes_.erase(deliveries_.back().id);
+    const auto draining = draining_slot_.find(deliveries_.back().id);
+    free_slots_.push_back(draining->second);
+    draining_slot_.erase(draining);
     deliveries_.pop_back();
   }
 }
 
-std::uint64_t FlowModel::bytes_sent_in_flight(SimTime at) const {
+std::uint64_t FlowModel::bytes_sent_in_flight(SimTime at, std::vector<std::uint64_t>* link_bytes) const {
   std::uint64_t total = 0;
-  for (const auto& [id, bytes] : draining_bytes_) {
-    total += bytes;
+  const auto count = [&](const Flow& flow, std::uint64_t sent) {
+    total += sent;
+    if (link_bytes != nullptr) {
+      for (const LinkId link : flow.path) {  // a fluid flow crosses every link of its path at once
+        (*link_bytes)[link] += sent;
+      }
+    }
+  };
+  for (const auto& [id, slot] : draining_slot_) {
+    count(flows_[slot], flows_[slot].bytes);
   }
   for (const auto& [id, slot] : slot_of_) {
     const Flow& flow = flows_[slot];
@@ -104,7 +114,7 @@ std::uint64_t FlowModel::bytes_sent_in_flight(SimTime at) const {
       const double more = std::floor(flow.rate * static_cast<double>((at - flow.updated).ps()) * 1e-12);
       sent += more >= static_cast<double>(flow.remaining) ? flow.remaining : static_cast<std::uint64_t>(more);
     }
-    total += sent;
+    count(flow, sent);
   }
   return total;
 }
@@ -146,11 +156,11 @@ void FlowModel::complete_finished() {
     }
     flow.active = false;
     deliveries_.push_back(Delivery{flow.id, flow.finish + flow.latency});
-    draining_bytes_.emplace(flow.id, flow.bytes);
+    // The slot (and its path) is kept until the delivery, for bytes_sent_in_flight.
+    draining_slot_.emplace(flow.id, entry.slot);
     std::push_heap(deliveries_.begin(), deliveries_.end(), LaterFinish{});
     remove_from_links(entry.slot);
     slot_of_.erase(flow.id);
-    free_slots_.push_back(entry.slot);
     dirty_ = true;
   }
 }

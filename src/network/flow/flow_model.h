@@ -57,7 +57,7 @@ class FlowModel final : public NetworkModel {
   [[nodiscard]] SimTime next_event_time() override;
   void advance(SimTime time, std::vector<Delivery>& delivered) override;
   [[nodiscard]] std::size_t in_flight() const override { return slot_of_.size() + deliveries_.size(); }
-  [[nodiscard]] std::uint64_t bytes_sent_in_flight(SimTime at) const override;
+  [[nodiscard]] std::uint64_t bytes_sent_in_flight(SimTime at, std::vector<std::uint64_t>* link_bytes) const override;
 
   // The current rate (bytes per second) of a transfer still sending; nullopt otherwise.
   [[nodiscard]] std::optional<double> rate_of(TransferId id);
@@ -116,7 +116,7 @@ class FlowModel final : public NetworkModel {
   bool dirty_ = false;
   std::vector<FinishEntry> finishes_;  // min-heap on (time, id)
   std::vector<Delivery> deliveries_;   // min-heap on (time, id)
-  std::unordered_map<TransferId, std::uint64_t> draining_bytes_;  // sent, waiting for their latency
+  std::unordered_map<TransferId, std::uint32_t> draining_slot_;  // sent, waiting for their latency
   // Re-solve scratch.
   std::vector<std::uint32_t> component_flows_;
   std::vector<std::size_t> flow_end_;  // per component: end of its flows in component_flows_
