@@ -43,6 +43,14 @@ std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>&
   for (const auto& [op_class, class_fit] : fit.classes) {
     block += fmt::format("    {}: {{compute: {:.2f}, memory: {:.2f}}}  # {} kernels\n", name(op_class),
                          class_fit.efficiency.compute, class_fit.efficiency.memory, class_fit.rows);
+    // Without convolution kernels, convolutions take the GEMM fit: cuDNN's implicit-GEMM kernels
+    // are GEMMs (docs/compute.md, "How the constants were fitted").
+    if (op_class == OpClass::kGemm && !fit.classes.contains(OpClass::kConvolution)) {
+      block += fmt::format(
+          "    {}: {{compute: {:.2f}, memory: {:.2f}}}  # no convolution kernel data: implicit-GEMM convolutions "
+          "run as GEMMs, so the GEMM fractions\n",
+          name(OpClass::kConvolution), class_fit.efficiency.compute, class_fit.efficiency.memory);
+    }
   }
   std::vector<std::string> names;
   for (const std::string& input : inputs) {
@@ -124,7 +132,11 @@ int main(int argc, char** argv) {
   exporter->add_option("inputs", inputs, "Vidur, LLMCompass or Orrery tables")->required();
   exporter->add_option("--out", output, "Output CSV")->required();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : 2;
+  }
   try {
     if (fit->parsed()) {
       return fit_command(preset_file, vidur_files, write);
