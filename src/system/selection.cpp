@@ -1,5 +1,6 @@
 #include "system/selection.h"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <set>
 
@@ -15,7 +16,35 @@ std::uint32_t node_count(const GroupShape& shape) {
   return static_cast<std::uint32_t>(std::set<std::uint32_t>(shape.node_of_member.begin(), shape.node_of_member.end()).size());
 }
 
+double ring_time(std::uint32_t members, double bytes, const MessageCost& cost) {
+  const double p = members;
+  return 2 * (p - 1) * cost.alpha_s + 2 * (p - 1) / p * bytes * cost.beta_s_per_byte;
+}
+
 }  // namespace
+
+std::optional<double> estimate_all_reduce(Algorithm algorithm, const GroupShape& shape, std::uint64_t bytes,
+                                          const SelectionContext& context) {
+  if (!plan_supported(CollectiveKind::kAllReduce, algorithm, shape)) {
+    return std::nullopt;
+  }
+  const double n = static_cast<double>(bytes);
+  switch (algorithm) {
+    case Algorithm::kRing:
+      return ring_time(shape.members, n, context.neighbour);
+    case Algorithm::kTree: {
+      const double depth = std::ceil(std::log2(static_cast<double>(shape.members)));
+      return 2 * depth * context.far.alpha_s + 2 * n * context.far.beta_s_per_byte;
+    }
+    case Algorithm::kHierarchical: {
+      const std::uint32_t nodes = node_count(shape);
+      const std::uint32_t per_node = shape.members / nodes;
+      return ring_time(per_node, n, context.intra) + ring_time(nodes, n / per_node, context.neighbour);
+    }
+    default:
+      return std::nullopt;
+  }
+}
 
 Algorithm select_algorithm(CollectiveKind kind, std::optional<Algorithm> forced, const GroupShape& shape,
                            std::uint64_t bytes, const SelectionContext& context) {
@@ -25,8 +54,9 @@ Algorithm select_algorithm(CollectiveKind kind, std::optional<Algorithm> forced,
   if (forced) {
     if (*forced == Algorithm::kInSwitch && !context.in_switch_reduction) {
       throw OrreryError(ErrorCode::kConfig,
-                        fmt::format("{} is forced to in_switch but system.scale_up.in_switch_reduction is false",
-                                    collective_kind_name(kind)));
+                        fmt::format("system.collectives.{} = in_switch cannot serve a group of {} members: "
+                                    "system.scale_up.in_switch_reduction is false",
+                                    collective_kind_name(kind), shape.members));
     }
     if (*forced == Algorithm::kInSwitch && node_count(shape) > 1) {
       throw OrreryError(ErrorCode::kConfig,
@@ -55,10 +85,20 @@ Algorithm select_algorithm(CollectiveKind kind, std::optional<Algorithm> forced,
     if (nodes == 1) {
       return context.in_switch_reduction ? Algorithm::kInSwitch : Algorithm::kRing;
     }
-    if (shape.members >= kTreeMinMembers && bytes <= kTreeMaxBytes) {
-      return Algorithm::kTree;
+    // The fastest estimate wins; ties go to the earlier candidate.
+    Algorithm best = Algorithm::kRing;
+    double best_time = *estimate_all_reduce(Algorithm::kRing, shape, bytes, context);
+    for (const Algorithm candidate : {Algorithm::kTree, Algorithm::kHierarchical}) {
+      if (candidate == Algorithm::kHierarchical && !regular_hierarchy) {
+        continue;
+      }
+      const std::optional<double> time = estimate_all_reduce(candidate, shape, bytes, context);
+      if (time && *time < best_time) {
+        best = candidate;
+        best_time = *time;
+      }
     }
-    return regular_hierarchy ? Algorithm::kHierarchical : Algorithm::kRing;
+    return best;
   }
   return regular_hierarchy ? Algorithm::kHierarchical : Algorithm::kRing;
 }

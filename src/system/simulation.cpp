@@ -168,11 +168,12 @@ struct PlanKey {
 class SystemModel {
  public:
   SystemModel(const SimulationInput& input, std::vector<std::unique_ptr<ProgramModel>>& programs,
-              const network::Topology& topology, const network::Placement& placement,
-              network::EngineNetwork<Payload>& network, std::uint32_t ranks)
+              const network::Topology& topology, const network::Routing& routing,
+              const network::Placement& placement, network::EngineNetwork<Payload>& network, std::uint32_t ranks)
       : scenario_(*input.scenario),
         programs_(programs),
         topology_(topology),
+        routing_(routing),
         placement_(placement),
         network_(network),
         num_ranks_(ranks),
@@ -470,8 +471,10 @@ class SystemModel {
     const GroupSet& set = program.group_set(info.group_set);
     GroupShape shape;
     shape.members = static_cast<std::uint32_t>(set.groups[group].size());
+    std::vector<network::EndpointId> endpoints;
     for (const std::uint32_t device : set.groups[group]) {
-      shape.node_of_member.push_back(topology_.node_of(placement_.endpoint_of(program.global_rank(device))));
+      endpoints.push_back(placement_.endpoint_of(program.global_rank(device)));
+      shape.node_of_member.push_back(topology_.node_of(endpoints.back()));
     }
     shape.pairs = info.pairs;
     const auto& choice = scenario_.system.collectives;
@@ -498,8 +501,7 @@ class SystemModel {
     }
     Algorithm algorithm = Algorithm::kDirect;
     try {
-      algorithm = select_algorithm(info.kind, forced, shape, info.bytes,
-                                   SelectionContext{scenario_.system.scale_up.in_switch_reduction});
+      algorithm = select_algorithm(info.kind, forced, shape, info.bytes, selection_context(endpoints, shape));
     } catch (const OrreryError& error) {
       throw OrreryError(error.code(), fmt::format("{}: {}", program.describe_op(info.op), error.error().message));
     }
@@ -515,6 +517,39 @@ class SystemModel {
       }
     }
     return *plans_.emplace(key, std::move(plan)).first->second;
+  }
+
+  // The message costs the auto rule weighs (selection.h): from the group's first member to the
+  // next member on its node, to the first member on another node, and to the last member.
+  SelectionContext selection_context(const std::vector<network::EndpointId>& endpoints, const GroupShape& shape) {
+    SelectionContext context;
+    context.in_switch_reduction = scenario_.system.scale_up.in_switch_reduction;
+    const network::Graph& graph = topology_.graph();
+    const auto cost = [&](std::size_t to) {
+      routing_.route(endpoints.front(), endpoints[to], 0, route_);
+      double bandwidth = network::path_bottleneck(graph, route_).value;
+      if (shape.node_of_member[to] != shape.node_of_member[0]) {
+        // Across nodes: the device's share of its NIC when devices share one.
+        bandwidth = std::min(bandwidth, topology_.injection_bandwidth(endpoints.front()).value);
+      }
+      return MessageCost{(injection_ + network::path_latency(graph, route_)).seconds(), 1.0 / bandwidth};
+    };
+    for (std::size_t m = 1; m < endpoints.size(); ++m) {
+      if (shape.node_of_member[m] == shape.node_of_member[0]) {
+        context.intra = cost(m);
+        break;
+      }
+    }
+    for (std::size_t m = 1; m < endpoints.size(); ++m) {
+      if (shape.node_of_member[m] != shape.node_of_member[0]) {
+        context.neighbour = cost(m);
+        break;
+      }
+    }
+    if (endpoints.size() > 1) {
+      context.far = cost(endpoints.size() - 1);
+    }
+    return context;
   }
 
   Run& run_of(RankState& rank, std::uint32_t ordinal, std::uint32_t training_step) {
@@ -820,6 +855,7 @@ class SystemModel {
   const config::Scenario& scenario_;
   std::vector<std::unique_ptr<ProgramModel>>& programs_;
   const network::Topology& topology_;
+  const network::Routing& routing_;
   const network::Placement& placement_;
   network::EngineNetwork<Payload>& network_;
   std::uint32_t num_ranks_;
@@ -832,6 +868,7 @@ class SystemModel {
   std::vector<std::uint32_t> rank_program_;
   std::vector<std::uint32_t> rank_device_;
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
+  std::vector<network::LinkId> route_;  // scratch for selection_context
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
   std::vector<std::vector<std::uint64_t>> op_ps_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::vector<std::vector<std::uint64_t>> op_counts_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
@@ -1048,7 +1085,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     options.end_time = SimTime::from_seconds(*scenario.simulation.end_time_s);
   }
   pdes::Engine<Payload> engine(communicator, partition, channels, options);
-  SystemModel system(input, programs, *topology, *placement, network, ranks);
+  SystemModel system(input, programs, *topology, *routing, *placement, network, ranks);
   // Initial events can fail (a time beyond the engine's range) on some processes only: fail on all.
   pdes::run_collectively(communicator, [&] { system.initialise(engine); });
   summary.engine = engine.run(system);

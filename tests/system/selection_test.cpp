@@ -15,9 +15,15 @@ GroupShape nodes_of(std::uint32_t nodes, std::uint32_t per_node) {
   return shape;
 }
 
+// DGX-like nodes: 1.5 us and 450 GB/s between GPUs of a node, 1.5 us and 50 GB/s (one NIC per
+// GPU) to the next node, 1.8 us and 50 GB/s across the fabric.
+SelectionContext dgx_like(bool in_switch = false) {
+  return SelectionContext{in_switch, {1.5e-6, 1 / 450e9}, {1.5e-6, 1 / 50e9}, {1.8e-6, 1 / 50e9}};
+}
+
 TEST(Selection, AutoRule) {
-  const SelectionContext plain{};
-  const SelectionContext nvls{true};
+  const SelectionContext plain = dgx_like();
+  const SelectionContext nvls = dgx_like(true);
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(1, 8), 1 << 26, plain), Algorithm::kRing);
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(1, 8), 1 << 26, nvls), Algorithm::kInSwitch);
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(4, 8), 1 << 26, plain),
@@ -31,8 +37,37 @@ TEST(Selection, AutoRule) {
   EXPECT_EQ(select_algorithm(CollectiveKind::kBroadcast, std::nullopt, nodes_of(2, 4), 1 << 26, plain), Algorithm::kRing);
 }
 
+TEST(Selection, LargeGroupsLeaveTheRingForTheTree) {
+  // 30 MiB of gradients: on 128 nodes the inter-node ring of the hierarchical all-reduce costs
+  // 254 alphas and carries n/8, so it wins; on 4,096 nodes its 8,190 alphas (12 ms) lose to the
+  // tree's 24 alphas and 2n beta (1.3 ms), as NCCL moves to trees at scale.
+  const SelectionContext context = dgx_like();
+  const std::uint64_t bytes = 30ULL << 20;
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(128, 8), bytes, context),
+            Algorithm::kHierarchical);
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(4096, 8), bytes, context),
+            Algorithm::kTree);
+}
+
+TEST(Selection, EstimatesFollowTheClosedForms) {
+  const SelectionContext context = dgx_like();
+  const GroupShape shape = nodes_of(4, 8);  // p = 32, p1 = 8, p2 = 4
+  const double n = 1 << 24;
+  const double ring = 2 * 31 * 1.5e-6 + 2 * 31.0 / 32 * n / 50e9;
+  const double tree = 2 * 5 * 1.8e-6 + 2 * n / 50e9;
+  const double hierarchical =
+      2 * 7 * 1.5e-6 + 2 * 7.0 / 8 * n / 450e9 + 2 * 3 * 1.5e-6 + 2 * 3.0 / 4 * (n / 8) / 50e9;
+  EXPECT_NEAR(*estimate_all_reduce(Algorithm::kRing, shape, 1 << 24, context), ring, 1e-12);
+  EXPECT_NEAR(*estimate_all_reduce(Algorithm::kTree, shape, 1 << 24, context), tree, 1e-12);
+  EXPECT_NEAR(*estimate_all_reduce(Algorithm::kHierarchical, shape, 1 << 24, context), hierarchical, 1e-12);
+  GroupShape uneven = nodes_of(2, 4);
+  uneven.node_of_member.back() = 2;  // 4 + 3 + 1 members
+  EXPECT_FALSE(estimate_all_reduce(Algorithm::kHierarchical, uneven, 1 << 24, context).has_value());
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, uneven, 1 << 26, context), Algorithm::kRing);
+}
+
 TEST(Selection, ForcedAlgorithmsAreCheckedAgainstTheGroup) {
-  const SelectionContext plain{};
+  const SelectionContext plain = dgx_like();
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, Algorithm::kDirect, nodes_of(2, 4), 1 << 20, plain),
             Algorithm::kDirect);
   try {
@@ -47,7 +82,7 @@ TEST(Selection, ForcedAlgorithmsAreCheckedAgainstTheGroup) {
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(1, 4), 1, plain),
                OrreryError);
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(2, 4), 1,
-                                      SelectionContext{true}),
+                                      dgx_like(true)),
                OrreryError);
 }
 
