@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# PHOLD on N processes (default: all cores). Usage: jobs/phold-mpirun.sh [N] [extra phold options]
+# PHOLD on N processes (default: all cores). Usage: jobs/phold-mpirun.sh [N] [phold options]
+# Options given here override the defaults below (the last of a repeated option wins).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 n=${1:-$(nproc)}

@@ -30,7 +30,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // CLI11 prints the message; --help and --version end with 0, a bad command line with 2 (bad
+    // input, docs/user-guide.md) instead of CLI11's own per-error codes.
+    return app.exit(error) == 0 ? 0 : 2;
   }
   try {
     for (const auto& [command, action] : actions) {

@@ -63,6 +63,9 @@ Action register_phold(CLI::App& app, const GlobalOptions& global) {
       "Run PHOLD, the standard PDES benchmark (ROSS parameters); times are simulated microseconds.");
   auto params = std::make_shared<pdes::PholdParams>();
   auto json = std::make_shared<bool>(false);
+  // The last of a repeated option wins, so a job script's defaults can be overridden
+  // (jobs/phold-mpirun.sh 4 --end 5).
+  command->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   command->add_option("--lps", params->lps, "Logical processes")->capture_default_str();
   command->add_option("--start-events", params->start_events, "Initial events per LP")->capture_default_str();
   command->add_option("--remote", params->remote, "Probability an event goes to a random LP")->capture_default_str();

@@ -80,7 +80,7 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
 
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
   if (!scenario.output.trace.empty()) {
-    throw OrreryError(ErrorCode::kConfig,
+    throw OrreryError(ErrorCode::kUnsupported,
                       "output.trace: HDF5 traces are not implemented yet; remove the key (or set it to "
                       "\"\") to run without a trace");
   }

@@ -7,8 +7,13 @@ mpirun=$2
 source "$(dirname "$0")/expect.sh"
 
 expect version 0 "" -- "$orrery" --version
-expect no_subcommand 106 "A subcommand is required" -- "$orrery"
-expect unknown_option 109 "--bogus" -- "$orrery" phold --bogus
+expect help 0 "Subcommands:" -- "$orrery" --help
+expect no_subcommand 2 "A subcommand is required" -- "$orrery"
+expect unknown_option 2 "--bogus" -- "$orrery" phold --bogus
+expect bad_option_value 2 "--lps" -- "$orrery" phold --lps abc
+expect option_twice 2 "--model" -- "$orrery" traffic --model flow --model analytical
+expect phold_last_option_wins 0 '"end": 2.0' -- "$orrery" phold --lps 64 --end 1 --end 2 --json
+expect run_without_scenario 2 "scenario" -- "$orrery" run
 expect zero_lookahead 2 "phold: --lookahead must be positive (got 0)" -- "$orrery" phold --lookahead 0
 expect mean_below_lookahead 2 "--mean must be finite and greater than --lookahead" -- "$orrery" phold --mean 0.05
 expect bad_partition 2 "unknown partitioner 'metis'" -- "$orrery" phold --partition metis --end 1

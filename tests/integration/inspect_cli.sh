@@ -99,8 +99,8 @@ assert abs(dot["total_s"] - 6 * dot["estimated_s"]) < 1e-15 and dot["estimator"]
 PY
 expect cost_top_text 0 "6 gemm" -- "$orrery" inspect --cost --hardware A100_80GB --top 2 "$cost"
 expect cost_top_without_cost 2 "--top is an option of --cost" -- "$orrery" inspect --top 2 "$cost"
-expect cost_top_negative 105 "--top: Value -1 not in range" -- "$orrery" inspect --cost --hardware H100 --top -1 "$cost"
-expect cost_top_not_a_number 105 "--top: Value x not in range" -- "$orrery" inspect --cost --hardware H100 --top x "$cost"
+expect cost_top_negative 2 "--top: Value -1 not in range" -- "$orrery" inspect --cost --hardware H100 --top -1 "$cost"
+expect cost_top_not_a_number 2 "--top: Value x not in range" -- "$orrery" inspect --cost --hardware H100 --top x "$cost"
 expect cost_bad_fusion 2 "--fusion: expected none, elementwise or regions, got 'xla'" \
   -- "$orrery" inspect --cost --hardware H100 --fusion xla "$cost"
 # Overridden trip counts multiply the loop body.
