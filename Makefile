@@ -37,10 +37,11 @@ check-asan: deps
 	@cmake --build --preset asan-ubsan
 	@ctest --preset asan-ubsan
 
-# libFuzzer targets (clang), each run for a bounded time (FUZZ_SECONDS, default 60).
+# libFuzzer targets (clang), each run for a bounded time (make fuzz FUZZ_SECONDS=N, default 60).
+FUZZ_SECONDS ?= 60
 fuzz:
 	@scripts/install-deps.sh fuzz
-	@cmake --preset fuzz > /dev/null
+	@cmake --preset fuzz -DFUZZ_SECONDS=$(FUZZ_SECONDS) > /dev/null
 	@cmake --build --preset fuzz --target fuzzers
 	@ctest --preset fuzz
 

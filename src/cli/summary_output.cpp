@@ -49,8 +49,12 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   std::string out = fmt::format("Orrery run: {}\n", scenario_name);
   out += fmt::format("  hardware   {} x {} ranks ({})\n", result.compute.hardware, s.ranks, result.compute.estimators);
   out += fmt::format("  network    {}; {} model\n", s.topology, s.network_model);
-  out += fmt::format("\nstep time    {}", seconds(s.step_time_s));
-  if (s.steps > 1) {
+  if (s.step_end_s.empty()) {
+    out += "\nstep time    none: no step completed (simulation.end_time_s came first; see the warnings below)";
+  } else {
+    out += fmt::format("\nstep time    {}", seconds(s.step_time_s));
+  }
+  if (s.steps > 1 && !s.step_end_s.empty()) {
     out += fmt::format("  (steady state over {} steps; first step {})", s.steps, seconds(s.first_step_s));
   }
   out += "\n\nper rank, per step      min          mean         max\n";
@@ -117,9 +121,13 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
   for (const auto& warning : s.warnings) {
     warnings.push_back(warning);
   }
-  return {{"step_time_s", s.step_time_s},
-          {"first_step_s", s.first_step_s},
-          {"steady_step_s", s.steady_step_s},
+  // No completed step (simulation.end_time_s came first): null, not a step time of 0.
+  const auto step_value = [&](double value) {
+    return s.step_end_s.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+  };
+  return {{"step_time_s", step_value(s.step_time_s)},
+          {"first_step_s", step_value(s.first_step_s)},
+          {"steady_step_s", step_value(s.steady_step_s)},
           {"steps", s.steps},
           {"step_end_s", s.step_end_s},
           {"ranks", s.ranks},

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 
 #include "cli/commands.h"
@@ -90,13 +91,21 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
         // Every point's scenario must load: report bad values before running anything.
         for (std::size_t point = 0; point < points; ++point) {
           std::vector<std::string> overrides = arguments->overrides;
+          std::vector<std::string> point_values;  // this point's --vary values, in axis order
           std::size_t rest = point;
           for (std::size_t a = axes.size(); a-- > 0;) {
             overrides.push_back(axes[a].key + "=" + axes[a].values[rest % axes[a].values.size()]);
+            point_values.insert(point_values.begin(), overrides.back());
             rest /= axes[a].values.size();
           }
-          const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
-          (void)compute::load_hardware(scenario.hardware);  // a preset name is a typo, not a result
+          try {
+            const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
+            (void)compute::load_hardware(scenario.hardware);  // a preset name is a typo, not a result
+          } catch (const OrreryError& error) {
+            Error named = error.error();
+            named.message = fmt::format("sweep point {} ({}): {}", point, fmt::join(point_values, ", "), named.message);
+            throw OrreryError(std::move(named));
+          }
         }
       });
       const auto groups = static_cast<int>(std::min<std::size_t>(world.size(), points));
@@ -123,6 +132,9 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
           const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
           const RunResult result = run_scenario(group, scenario);
           const auto& s = result.summary;
+          if (s.step_end_s.empty()) {
+            throw OrreryError(ErrorCode::kModel, "no step completed before simulation.end_time_s");
+          }
           line += fmt::format(",{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{:.3f},", s.step_time_s, s.first_step_s,
                               s.compute_s.mean, s.comm_s.mean, s.exposed_comm_s.mean, s.idle_s.mean, s.ranks,
                               s.engine.events, result.wall_s);

@@ -8,6 +8,7 @@
 #include "compute/systolic.h"
 #include "compute/table_estimator.h"
 #include "util/assert.h"
+#include "util/error.h"
 
 namespace orrery::compute {
 namespace {
@@ -97,7 +98,18 @@ const Estimator& RuleEstimator::estimator_for(const OpSignature& op) const {
 
 Estimate RuleEstimator::estimate(const OpSignature& op, const Hardware& hardware) const {
   const std::size_t rule = rule_for(op);
-  Estimate estimate = estimator_for(op).estimate(op, hardware);
+  Estimate estimate;
+  try {
+    estimate = estimator_for(op).estimate(op, hardware);
+  } catch (const OrreryError& error) {
+    if (rule == kDefaultRule) {
+      throw;
+    }
+    // Name the rule that sent the op there (an estimator that cannot serve this preset).
+    Error named = error.error();
+    named.message = fmt::format("compute.rules[{}]: {}", rule, named.message);
+    throw OrreryError(std::move(named));
+  }
   estimate.note = fmt::format("{}: {}", rule == kDefaultRule ? std::string("default") : rule_descriptions_[rule],
                               estimate.note);
   return estimate;

@@ -1,5 +1,7 @@
 #include "config/loader.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -107,9 +109,12 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
 }
 
 std::string read_text_file(const std::string& path) {
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw OrreryError(ErrorCode::kIo, fmt::format("cannot read '{}'", path));
+    const int reason = errno;
+    throw OrreryError(ErrorCode::kIo, reason != 0 ? fmt::format("cannot read '{}': {}", path, std::strerror(reason))
+                                                  : fmt::format("cannot read '{}'", path));
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();

@@ -72,6 +72,26 @@ compute:
   EXPECT_EQ(rules.estimate(op_of("add", OpClass::kElementwise), h100).note, "default: default answered");
 }
 
+TEST(Rules, AnEstimatorThatCannotServeThePresetNamesItsRule) {
+  const config::ComputeConfig config = compute_section(R"(
+compute:
+  default: roofline
+  rules:
+    - {ops: [exponential], estimator: roofline}
+    - {classes: [convolution], estimator: systolic}
+)");
+  const RuleEstimator rules(config);
+  try {
+    (void)rules.estimate(op_of("convolution", OpClass::kConvolution), load_hardware("H100"));
+    FAIL() << "a GPU preset has no systolic section";
+  } catch (const OrreryError& error) {
+    EXPECT_NE(std::string(error.what()).find("compute.rules[1]: the systolic estimator needs a preset with a "
+                                             "systolic section"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(Rules, BuiltFromTheScenario) {
   // Matmuls from a measured table, convolutions on the systolic model, the rest roofline.
   const auto table = write_temp("rules/kernels.csv",

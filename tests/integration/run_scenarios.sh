@@ -65,14 +65,14 @@ assert max(h100) < min(a100), "H100 should be faster than A100"
 print("ok   sweep: 4 points, same CSV for 1 and 2 processes")
 PY
 
-expect trace_not_implemented 2 "output.trace: HDF5 traces are not implemented yet" -- "$orrery" run "$scenario" --set output.trace=/tmp/t.h5
+expect trace_not_implemented 1 "output.trace: HDF5 traces are not implemented yet" -- "$orrery" run "$scenario" --set output.trace=/tmp/t.h5
 expect bad_key 2 "system.scale_up.bandwith_GBps: unknown key" -- "$orrery" run "$scenario" --set system.scale_up.bandwith_GBps=1
 expect missing_scenario 2 "cannot read '/nonexistent.yaml'" -- "$orrery" run /nonexistent.yaml
 expect missing_program 2 "workload.programs[0].file" -- "$orrery" run "$scenario" --set workload.programs.0.file=/nonexistent.mlir
 expect missing_hint 2 "carries no licence" -- "$orrery" run "$root/configs/scenarios/llama3-100m-4gpu.yaml" --set workload.programs.0.file=/nonexistent.mlir
 expect wrong_ranks 2 "runs on 4 devices" -- "$orrery" run "$scenario" --set workload.programs.0.ranks=0-1
 expect no_hardware 2 "unknown hardware preset" -- "$orrery" run "$scenario" --set hardware=Z100
-expect forced_algorithm 2 "all_reduce is forced to in_switch but system.scale_up.in_switch_reduction is false" -- "$orrery" run "$scenario" --set system.collectives.all_reduce=in_switch
+expect forced_algorithm 2 "system.collectives.all_reduce = in_switch cannot serve a group of 4 members: system.scale_up.in_switch_reduction is false" -- "$orrery" run "$scenario" --set system.collectives.all_reduce=in_switch
 expect rescaled 0 "x 6 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=6 --set network.topology='{kind: none}' --set system.devices_per_node=6
 expect rescaled_wrong_ranks 2 "is rescaled to 6 replicas but is given 4 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=6 --set workload.programs.0.ranks=0-3 --set network.topology='{kind: none}' --set system.devices_per_node=6
 expect mpi_bad_key 2 "unknown key" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set system.bogus=1
@@ -82,7 +82,14 @@ expect scale_up_ignored 0 "system.scale_up.bandwidth_GBps and latency_ns do not 
 expect replicas_range 2 "replicas: 4000000000 is out of range (must be 0 to 67108864)" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=4000000000
 expect system_too_small 2 "the system has 4 devices (1 nodes x 4 devices) but the workload needs 1000000 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=1000000
 expect straggler_twice 2 "system.stragglers: rank 1 is listed twice" -- "$orrery" run "$scenario" --set "system.stragglers=[{rank: 1}, {rank: 1, slowdown_percent: 20}]"
-expect sweep_unknown_preset 2 "unknown hardware preset 'Z100'" -- "$orrery" sweep "$scenario" --vary hardware=A100_40GB,Z100 --out "$work/x.csv"
+expect sweep_unknown_preset 2 "sweep point 1 (hardware=Z100): unknown hardware preset 'Z100'" -- "$orrery" sweep "$scenario" --vary hardware=A100_40GB,Z100 --out "$work/x.csv"
+expect end_before_a_step 0 "step time    none: no step completed" -- "$orrery" run "$scenario" --set simulation.end_time_s=0.001
+"$orrery" --log-level error run "$scenario" --set simulation.end_time_s=0.001 --summary-json "$work/short.json" > /dev/null
+/usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["step_time_s"] is None and s["step_end_s"] == [] and any("before 4 ranks finished" in w for w in s["warnings"]), s' "$work/short.json" &&
+  echo "ok   end_before_a_step_json" || fail "end_before_a_step_json: step_time_s should be null"
+"$orrery" --log-level error sweep "$scenario" --vary simulation.end_time_s=0.001,1 --out "$work/short.csv" > /dev/null
+/usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert r[0]["step_time_s"] == "" and "no step completed" in r[0]["error"] and float(r[1]["step_time_s"]) > 0, r' "$work/short.csv" &&
+  echo "ok   end_before_a_step_sweep" || fail "end_before_a_step_sweep: the point should carry an error"
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
 

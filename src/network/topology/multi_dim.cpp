@@ -13,6 +13,9 @@ config::AstraNetworkSpec load_astra_network(const std::string& path) {
     spec = config::load_config_file<config::AstraNetworkSpec>(path, {});
   } catch (const OrreryError& error) {
     Error detailed = error.error();
+    if (detailed.code == ErrorCode::kIo) {
+      detailed.message = "network.topology.file: " + detailed.message;  // which key named the file
+    }
     if (detailed.message.find("expected a finite number") != std::string::npos) {
       detailed.notes.push_back(
           "ASTRA-sim network files need a number in every list entry; placeholders such as 'tbd' are not accepted");
