@@ -54,8 +54,8 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   } else {
     out += fmt::format("\nstep time    {}", seconds(s.step_time_s));
   }
-  if (s.steps > 1 && !s.step_end_s.empty()) {
-    out += fmt::format("  (steady state over {} steps; first step {})", s.steps, seconds(s.first_step_s));
+  if (s.step_end_s.size() > 1) {
+    out += fmt::format("  (steady state over {} steps; first step {})", s.step_end_s.size(), seconds(s.first_step_s));
   }
   out += "\n\nper rank, per step      min          mean         max\n";
   auto row = [&](const char* name, const system::Spread& x) {

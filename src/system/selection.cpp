@@ -33,7 +33,7 @@ std::optional<double> estimate_all_reduce(Algorithm algorithm, const GroupShape&
     case Algorithm::kRing:
       return ring_time(shape.members, n, context.neighbour);
     case Algorithm::kTree: {
-      const double depth = std::ceil(std::log2(static_cast<double>(shape.members)));
+      const double depth = std::floor(std::log2(static_cast<double>(shape.members)));  // heap-layout tree
       return 2 * depth * context.far.alpha_s + 2 * n * context.far.beta_s_per_byte;
     }
     case Algorithm::kHierarchical: {

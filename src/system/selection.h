@@ -36,7 +36,7 @@ struct SelectionContext {
 // network, per algorithm; nullopt where the algorithm cannot serve the group. p members on
 // p2 nodes, p1 per node, n bytes:
 //   ring:         2(p-1) a_nb + 2(p-1)/p n b_nb
-//   tree:         2 ceil(log2 p) a_far + 2 n b_far            (pipelined double binary tree)
+//   tree:         2 floor(log2 p) a_far + 2 n b_far           (pipelined double binary tree)
 //   hierarchical: 2(p1-1) a_in + 2(p1-1)/p1 n b_in + 2(p2-1) a_nb + 2(p2-1)/p2 (n/p1) b_nb
 std::optional<double> estimate_all_reduce(Algorithm algorithm, const GroupShape& shape, std::uint64_t bytes,
                                           const SelectionContext& context);

@@ -520,7 +520,8 @@ class SystemModel {
   }
 
   // The message costs the auto rule weighs (selection.h): from the group's first member to the
-  // next member on its node, to the first member on another node, and to the last member.
+  // next member on its node (intra), to the first member on another node (neighbour: a ring step),
+  // and the largest latency and per-byte cost to any other node (far: the deepest tree edges).
   SelectionContext selection_context(const std::vector<network::EndpointId>& endpoints, const GroupShape& shape) {
     SelectionContext context;
     context.in_switch_reduction = scenario_.system.scale_up.in_switch_reduction;
@@ -540,14 +541,20 @@ class SystemModel {
         break;
       }
     }
+    std::set<std::uint32_t> nodes_seen{shape.node_of_member[0]};
     for (std::size_t m = 1; m < endpoints.size(); ++m) {
-      if (shape.node_of_member[m] != shape.node_of_member[0]) {
-        context.neighbour = cost(m);
-        break;
+      if (!nodes_seen.insert(shape.node_of_member[m]).second) {
+        continue;  // one route per node
       }
+      const MessageCost to_node = cost(m);
+      if (nodes_seen.size() == 2) {
+        context.neighbour = to_node;
+      }
+      context.far.alpha_s = std::max(context.far.alpha_s, to_node.alpha_s);
+      context.far.beta_s_per_byte = std::max(context.far.beta_s_per_byte, to_node.beta_s_per_byte);
     }
-    if (endpoints.size() > 1) {
-      context.far = cost(endpoints.size() - 1);
+    if (nodes_seen.size() == 1) {
+      context.far = context.intra;
     }
     return context;
   }

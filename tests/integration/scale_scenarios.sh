@@ -20,6 +20,11 @@ for run in resnet50-1024-fat-tree:analytical resnet50-1024-dragonfly:analytical 
 import json, sys
 one, two = (json.load(open(path)) for path in sys.argv[1:3])
 assert one["ranks"] == (32768 if "32k" in sys.argv[3] else 1024), one["ranks"]
+# The auto rule's choices (docs/collectives.md): on 128 nodes the three ~29 MiB gradient buckets and
+# the 11 MiB one go hierarchical, the small batch-norm reductions tree; on 4,096 nodes all tree.
+algorithms = one["collective_algorithms"]
+expected = ["all_reduce: tree (102)"] if "32k" in sys.argv[3] else ["all_reduce: hierarchical (4)", "all_reduce: tree (98)"]
+assert algorithms == expected, algorithms
 assert one["step_time_s"] > one["compute_s"] > 0, one
 for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key, None)

@@ -37,10 +37,10 @@ TEST(Selection, AutoRule) {
   EXPECT_EQ(select_algorithm(CollectiveKind::kBroadcast, std::nullopt, nodes_of(2, 4), 1 << 26, plain), Algorithm::kRing);
 }
 
-TEST(Selection, LargeGroupsLeaveTheRingForTheTree) {
+TEST(Selection, LargeGroupsLeaveTheHierarchicalRingForTheTree) {
   // 30 MiB of gradients: on 128 nodes the inter-node ring of the hierarchical all-reduce costs
   // 254 alphas and carries n/8, so it wins; on 4,096 nodes its 8,190 alphas (12 ms) lose to the
-  // tree's 24 alphas and 2n beta (1.3 ms), as NCCL moves to trees at scale.
+  // tree's 30 alphas and 2n beta (1.3 ms), as NCCL moves to trees at scale.
   const SelectionContext context = dgx_like();
   const std::uint64_t bytes = 30ULL << 20;
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllReduce, std::nullopt, nodes_of(128, 8), bytes, context),

@@ -38,7 +38,7 @@ FlowModel::FlowModel(const Routing& routing, FlowModelOptions options)
 void FlowModel::start(SimTime now, const TransferRequest& request) {
   ORRERY_ASSERT(now >= now_, "flow model: a transfer started in the past");
   run_until(now);
-  if (slot_of_.contains(request.id)) {
+  if (slot_of_.contains(request.id) || draining_slot_.contains(request.id)) {
     throw OrreryError(ErrorCode::kModel, fmt::format("flow model: transfer id {} is already in flight", request.id));
   }
   std::uint32_t slot = 0;
