@@ -37,7 +37,16 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
           json_path = scenario.output.summary_json.path;
         }
         if (communicator.rank() == 0 && !json_path.empty() && !arguments->print_scenario) {
-          check_writable(json_path);
+          try {
+            check_writable(json_path);
+          } catch (const OrreryError& error) {
+            if (arguments->summary_json.empty()) {  // named by output.summary_json: say where
+              throw OrreryError(config::attributed_to(scenario.output.summary_json, error.error()));
+            }
+            Error named = error.error();
+            named.message = "--summary-json: " + named.message;
+            throw OrreryError(std::move(named));
+          }
         }
       });
       if (arguments->print_scenario) {

@@ -56,12 +56,9 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
   options.trip_counts = entry.loop_trip_counts;
   auto modules = frontend::stablehlo::parse_file(entry.file.path, options);
   if (!modules) {
-    Error error = modules.error();
-    if (error.code == ErrorCode::kIo) {
-      error.message = fmt::format("workload.programs[{}].file: {}", index, error.message);
-      if (!entry.missing_hint.empty()) {
-        error.notes.push_back(entry.missing_hint);
-      }
+    Error error = config::attributed_to(entry.file, modules.error());
+    if (error.code == ErrorCode::kIo && !entry.missing_hint.empty()) {
+      error.notes.push_back(entry.missing_hint);
     }
     throw OrreryError(std::move(error));
   }
@@ -78,6 +75,14 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
 
 }  // namespace
 
+compute::Hardware load_scenario_hardware(const config::Scenario& scenario) {
+  try {
+    return compute::load_hardware(scenario.hardware.path);
+  } catch (const OrreryError& error) {
+    throw OrreryError(config::attributed_to(scenario.hardware, error.error()));
+  }
+}
+
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
   if (!scenario.output.trace.empty()) {
     throw OrreryError(ErrorCode::kUnsupported,
@@ -93,7 +98,7 @@ RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario&
     if (scenario.workload.programs.empty()) {
       throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
     }
-    compute::Hardware hardware = compute::load_hardware(scenario.hardware);
+    compute::Hardware hardware = load_scenario_hardware(scenario);
     input.hardware = hardware.name;
     input.memory_bandwidth = hardware.roofline.memory_bandwidth;
     input.memory_capacity = hardware.memory_capacity;

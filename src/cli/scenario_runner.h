@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/hardware.h"
 #include "config/scenario.h"
 #include "pdes/communicator.h"
 #include "system/simulation.h"
@@ -31,5 +32,9 @@ struct RunResult {
 // Runs the scenario on `communicator` (every process calls it with the same scenario). Set-up
 // errors are agreed across processes (run_collectively), so they never leave a process waiting.
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario);
+
+// The scenario's hardware preset; an unknown name or unreadable file is reported at the
+// `hardware` key (its scenario line, or the --set that gave it).
+compute::Hardware load_scenario_hardware(const config::Scenario& scenario);
 
 }  // namespace orrery::cli

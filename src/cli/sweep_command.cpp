@@ -100,7 +100,7 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
           }
           try {
             const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
-            (void)compute::load_hardware(scenario.hardware);  // a preset name is a typo, not a result
+            (void)load_scenario_hardware(scenario);  // a preset name is a typo, not a result
           } catch (const OrreryError& error) {
             Error named = error.error();
             named.message = fmt::format("sweep point {} ({}): {}", point, fmt::join(point_values, ", "), named.message);

@@ -36,15 +36,6 @@ std::string known_peak_keys() {
   return fmt::format("{}, or an element type such as f8E4M3FN", fmt::join(names, ", "));
 }
 
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
-
-bool looks_like_path(std::string_view text) {
-  return text.find('/') != std::string_view::npos || ends_with(text, ".yaml") || ends_with(text, ".yml") ||
-         ends_with(text, ".json");
-}
-
 fs::path executable_directory() {
   std::error_code error;
   const fs::path exe = fs::read_symlink("/proc/self/exe", error);
@@ -185,7 +176,7 @@ HardwarePresetConfig read_preset_file(const fs::path& path) {
 }
 
 Hardware load_hardware(std::string_view name_or_path) {
-  const fs::path path = looks_like_path(name_or_path) ? fs::path(name_or_path) : find_hardware_preset(name_or_path);
+  const fs::path path = config::names_a_file(name_or_path) ? fs::path(name_or_path) : find_hardware_preset(name_or_path);
   if (path.extension() == ".json") {
     return hardware_from_config(read_hespas_node_config(path), path.string());
   }

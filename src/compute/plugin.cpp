@@ -288,7 +288,7 @@ SubprocessEstimator::SubprocessEstimator(const std::filesystem::path& executable
   stderr_fd_ = err_pipe[0];
   if (spawned != 0) {
     stop();
-    throw OrreryError(ErrorCode::kConfig, plugin_error(path_, fmt::format("cannot start: {}", std::strerror(spawned))));
+    throw OrreryError(ErrorCode::kIo, plugin_error(path_, fmt::format("cannot start: {}", std::strerror(spawned))));
   }
   pid_ = pid;
 

@@ -39,7 +39,12 @@ std::unique_ptr<Estimator> make_estimator(const config::EstimatorChoice& choice)
     case config::EstimatorKind::kTable: {
       std::vector<KernelMeasurement> rows;
       for (const config::FilePath& file : choice.table_files()) {
-        std::vector<KernelMeasurement> more = read_kernel_table(file.path);
+        std::vector<KernelMeasurement> more;
+        try {
+          more = read_kernel_table(file.path);
+        } catch (const OrreryError& error) {
+          throw OrreryError(config::attributed_to(file, error.error()));  // the key and scenario line
+        }
         rows.insert(rows.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
       }
       config::EstimatorChoice fallback;
@@ -47,8 +52,12 @@ std::unique_ptr<Estimator> make_estimator(const config::EstimatorChoice& choice)
       return std::make_unique<TableEstimator>(std::move(rows), make_estimator(fallback));
     }
     case config::EstimatorKind::kPlugin:
-      return make_plugin_estimator(choice.plugin.path, choice.transport, choice.plugin_args, choice.plugin_options,
-                                   choice.plugin_timeout_s);
+      try {
+        return make_plugin_estimator(choice.plugin.path, choice.transport, choice.plugin_args, choice.plugin_options,
+                                     choice.plugin_timeout_s);
+      } catch (const OrreryError& error) {
+        throw OrreryError(config::attributed_to(choice.plugin, error.error()));
+      }
   }
   ORRERY_ASSERT(false, "every estimator kind is handled");
   return nullptr;

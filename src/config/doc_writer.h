@@ -94,6 +94,8 @@ class DocWriter {
       return "string";
     } else if constexpr (std::is_same_v<T, FilePath>) {
       return "path";
+    } else if constexpr (std::is_same_v<T, NameOrPath>) {
+      return "name or path";
     } else if constexpr (NamedEnum<T>) {
       return "one of " + enum_choices<T>();
     } else if constexpr (IsOptional<T>::value) {
@@ -115,7 +117,7 @@ class DocWriter {
       return fmt::format("{}", value);
     } else if constexpr (std::is_same_v<T, std::string>) {
       return value.empty() ? "\"\"" : value;
-    } else if constexpr (std::is_same_v<T, FilePath>) {
+    } else if constexpr (std::is_same_v<T, FilePath> || std::is_same_v<T, NameOrPath>) {
       return value.path.empty() ? "\"\"" : value.path;
     } else if constexpr (NamedEnum<T>) {
       return std::string(enum_to_string(value));

@@ -61,7 +61,7 @@ struct SimulationConfig {
 };
 
 struct Scenario {
-  std::string hardware = "H100";
+  NameOrPath hardware{"H100"};
   SystemConfig system;
   NetworkConfig network;
   WorkloadConfig workload;
@@ -73,7 +73,8 @@ struct Scenario {
   void fields(V& v) {
     v("hardware", hardware,
       "Accelerator preset: a name in configs/hardware (A100_40GB, H100, TPUv4, ...) or a path to a "
-      "preset file (YAML, or a Hespas JSON node config).");
+      "preset file (YAML, or a Hespas JSON node config); a value with a '/' or a .yaml/.yml/.json "
+      "ending is a path, resolved like every other path.");
     v("system", system, "Nodes, the scale-up domain and collective algorithms.");
     v("network", network, "The scale-out fabric: topology, placement, routing and model.");
     v("workload", workload, "The programs to run and which ranks run each.");

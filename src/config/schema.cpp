@@ -1,10 +1,49 @@
 #include "config/schema.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <numeric>
 
 namespace orrery::config {
+
+bool names_a_file(std::string_view text) {
+  auto ends_with = [&](std::string_view suffix) {
+    return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+  };
+  return text.find('/') != std::string_view::npos || ends_with(".yaml") || ends_with(".yml") || ends_with(".json");
+}
+
+Error attributed_to(const FilePath& file, Error error) {
+  if (file.key.empty()) {
+    return error;
+  }
+  if (error.where && !error.where->file.empty()) {
+    // The error is inside the file (its own line and column): say which key named the file.
+    std::string named = "the file is named by " + file.key;
+    if (file.where && !file.where->file.empty()) {
+      named += file.where->line > 0
+                   ? fmt::format(" ({}:{}:{})", file.where->file, file.where->line, file.where->column)
+                   : fmt::format(" ({})", file.where->file);
+    }
+    error.notes.push_back(std::move(named));
+    return error;
+  }
+  if (error.message.rfind(file.key + ":", 0) != 0) {
+    error.message = fmt::format("{}: {}", file.key, error.message);
+  }
+  if (file.where) {
+    error.where = file.where;
+  }
+  if (error.code == ErrorCode::kIo && !file.as_written.empty() &&
+      !std::filesystem::path(file.as_written).is_absolute() && file.as_written != file.path) {
+    error.notes.push_back(fmt::format("'{}' is relative, so it was resolved to '{}' ({})", file.as_written, file.path,
+                                      file.where && file.where->line == 0
+                                          ? "against the working directory, as every --set path is"
+                                          : "against the directory of the scenario file"));
+  }
+  return error;
+}
 
 std::string Bounds::describe() const {
   if (min && max) {

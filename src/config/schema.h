@@ -20,6 +20,8 @@
 #include <variant>
 #include <vector>
 
+#include "util/error.h"
+
 namespace orrery::config {
 
 // Numeric bounds of a field.
@@ -48,10 +50,34 @@ struct EnumName {
 
 // A path to a file named in a scenario; relative paths are resolved against the directory of
 // the scenario file (or the working directory for --set overrides) when the scenario is loaded.
+// The loader also records which key named the file, the text as written and where it was written,
+// so that a file that cannot be read is reported at the scenario line that names it.
 struct FilePath {
   std::string path;
+  std::string key;         // e.g. "workload.programs[0].file"; empty when not from a config file
+  std::string as_written;  // the value as written, before resolution
+  std::optional<SourceLocation> where;
+
+  FilePath() = default;
+  explicit FilePath(std::string resolved) : path(std::move(resolved)) {}
   [[nodiscard]] bool empty() const { return path.empty(); }
 };
+
+// A preset named either by a name (looked up in configs/) or by a file: a value that names_a_file()
+// is resolved like a FilePath, anything else is kept as the name.
+struct NameOrPath : FilePath {
+  using FilePath::FilePath;
+};
+
+// Whether a name-or-path value is a path: it has a '/' or ends in .yaml, .yml or .json.
+[[nodiscard]] bool names_a_file(std::string_view text);
+
+// Ties an error from reading `file` to the scenario key that named it. An error with no location
+// of its own (the file cannot be opened, read or written, or is not the kind of file expected)
+// gains the key as a prefix and the place in the scenario where the key is written, with a note
+// on how a relative path was resolved; an error located inside the file (a parse error with the
+// file's own line and column) keeps its location and gains a note naming the key.
+[[nodiscard]] Error attributed_to(const FilePath& file, Error error);
 
 // Problems found by a struct's validate(): a key (relative to the struct) and a reason.
 class Problems {

@@ -24,19 +24,23 @@ const std::string* YamlReader::override_for(const std::string& path) const {
   return nullptr;
 }
 
+SourceLocation YamlReader::location_of(const YAML::Node& node, const std::string& path) const {
+  if (const std::string* assignment = override_for(path)) {
+    return SourceLocation{fmt::format("--set {}", *assignment), 0, 0, {}};
+  }
+  if (node && node.Mark().line >= 0 && !node.Mark().is_null()) {
+    const auto line = static_cast<std::uint32_t>(node.Mark().line);
+    return SourceLocation{source_.file, line + 1, static_cast<std::uint32_t>(node.Mark().column) + 1,
+                          line < lines_.size() ? lines_[line] : std::string()};
+  }
+  return SourceLocation{source_.file, 0, 0, {}};
+}
+
 void YamlReader::error_at(const YAML::Node& node, const std::string& path, const std::string& reason) {
   Error error;
   error.code = ErrorCode::kConfig;
   error.message = fmt::format("{}: {}", path, reason);
-  if (const std::string* assignment = override_for(path)) {
-    error.where = SourceLocation{fmt::format("--set {}", *assignment), 0, 0, {}};
-  } else if (node && node.Mark().line >= 0 && !node.Mark().is_null()) {
-    const auto line = static_cast<std::uint32_t>(node.Mark().line);
-    error.where = SourceLocation{source_.file, line + 1, static_cast<std::uint32_t>(node.Mark().column) + 1,
-                                 line < lines_.size() ? lines_[line] : std::string()};
-  } else {
-    error.where = SourceLocation{source_.file, 0, 0, {}};
-  }
+  error.where = location_of(node, path);
   errors_.push_back(std::move(error));
 }
 

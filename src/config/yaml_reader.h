@@ -57,6 +57,9 @@ class YamlReader {
 
   // Reports a problem at `node` (or at the override that produced it).
   void error_at(const YAML::Node& node, const std::string& path, const std::string& reason);
+  // Where `node` (the value of `path`) was written: the scenario's file, line and column, or the
+  // --set assignment that replaced it.
+  [[nodiscard]] SourceLocation location_of(const YAML::Node& node, const std::string& path) const;
 
  private:
   struct Frame {
@@ -118,6 +121,16 @@ class YamlReader {
     } else if constexpr (std::is_same_v<T, FilePath>) {
       if (expect_scalar(node, path, "a file path")) {
         out.path = resolve_path(node.Scalar(), path);
+        out.key = path;
+        out.as_written = node.Scalar();
+        out.where = location_of(node, path);
+      }
+    } else if constexpr (std::is_same_v<T, NameOrPath>) {
+      if (expect_scalar(node, path, "a name or a file path")) {
+        out.path = names_a_file(node.Scalar()) ? resolve_path(node.Scalar(), path) : node.Scalar();
+        out.key = path;
+        out.as_written = node.Scalar();
+        out.where = location_of(node, path);
       }
     } else if constexpr (NamedEnum<T>) {
       if (!expect_scalar(node, path, "one of: " + enum_choices<T>())) {

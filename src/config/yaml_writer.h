@@ -28,7 +28,7 @@ class YamlWriter {
   static YAML::Node to_node(T& value) {
     if constexpr (std::is_same_v<T, bool> || std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
       return YAML::Node(value);
-    } else if constexpr (std::is_same_v<T, FilePath>) {
+    } else if constexpr (std::is_same_v<T, FilePath> || std::is_same_v<T, NameOrPath>) {
       return YAML::Node(value.path);
     } else if constexpr (NamedEnum<T>) {
       return YAML::Node(std::string(enum_to_string(value)));

@@ -22,7 +22,7 @@ std::string error_of(const std::string& text, const std::vector<std::string>& ov
 
 TEST(Scenario, DefaultsWhenEmpty) {
   const Scenario scenario = load_scenario_text("", "empty.yaml", {});
-  EXPECT_EQ(scenario.hardware, "H100");
+  EXPECT_EQ(scenario.hardware.path, "H100");
   EXPECT_EQ(scenario.system.devices_per_node, 8U);
   EXPECT_DOUBLE_EQ(scenario.system.endpoint_delay_ns, 1000.0);
   EXPECT_EQ(scenario.workload.steps, 1U);
@@ -51,7 +51,7 @@ output: {trace: /tmp/run.h5, detail: collectives}
 simulation: {seed: 7, partition: round-robin, end_time_s: 0.5}
 )",
                                                "s.yaml", {});
-  EXPECT_EQ(scenario.hardware, "A100_40GB");
+  EXPECT_EQ(scenario.hardware.path, "A100_40GB");
   EXPECT_EQ(scenario.system.devices_per_node, 4U);
   EXPECT_DOUBLE_EQ(scenario.system.scale_up.bandwidth_gbps, 300.0);
   EXPECT_TRUE(scenario.system.scale_up.in_switch_reduction);
@@ -153,7 +153,7 @@ TEST(Overrides, ScalarNestedAndCreatedKeys) {
       "hardware: H100\nsystem: {devices_per_node: 8}\n", "s.yaml",
       {"hardware=B200", "system.devices_per_node=4", "system.scale_up.latency_ns=120", "network.model=flow",
        "network.topology={kind: fat_tree, k: 4, levels: 2}"});
-  EXPECT_EQ(scenario.hardware, "B200");
+  EXPECT_EQ(scenario.hardware.path, "B200");
   EXPECT_EQ(scenario.system.devices_per_node, 4U);
   EXPECT_DOUBLE_EQ(scenario.system.scale_up.latency_ns, 120.0);
   EXPECT_EQ(scenario.network.model, NetworkModelKind::kFlow);
@@ -190,6 +190,70 @@ TEST(Scenario, RelativePathsResolveAgainstTheScenarioDirectory) {
   const Scenario scenario = load_scenario(file.string(), {});
   EXPECT_EQ(scenario.workload.programs[0].file.path, (dir / "models/x.mlir").string());
   std::filesystem::remove_all(dir);
+}
+
+TEST(Scenario, HardwareIsANameOrAPathResolvedLikeOtherPaths) {
+  const auto dir = std::filesystem::temp_directory_path() / "orrery_config_hardware_test";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "s.yaml";
+  std::ofstream(file) << "hardware: presets/mine.yaml\n";
+  EXPECT_EQ(load_scenario(file.string(), {}).hardware.path, (dir / "presets/mine.yaml").string());
+  std::ofstream(file) << "hardware: A100_40GB\n";
+  EXPECT_EQ(load_scenario(file.string(), {}).hardware.path, "A100_40GB");  // a name is looked up later
+  EXPECT_EQ(load_scenario(file.string(), {"hardware=local.json"}).hardware.path,
+            (std::filesystem::current_path() / "local.json").string());  // --set paths: the working directory
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(names_a_file("x/H100"));
+  EXPECT_TRUE(names_a_file("H100.yml"));
+  EXPECT_FALSE(names_a_file("H100"));
+}
+
+// A file that cannot be read is reported at the scenario key that named it.
+TEST(FilePaths, ErrorsFromReadingAFileNameTheKeyAndItsLine) {
+  const Scenario scenario = load_scenario_text("output:\n  summary_json: out/s.json\nworkload:\n  programs:\n"
+                                               "    - {file: /abs/p.mlir}\n",
+                                               "scenario.yaml", {});
+  const FilePath& program = scenario.workload.programs[0].file;
+  EXPECT_EQ(program.key, "workload.programs[0].file");
+  ASSERT_TRUE(program.where.has_value());
+  EXPECT_EQ(program.where->line, 5U);
+  EXPECT_EQ(program.where->column, 14U);
+
+  Error cannot_open{ErrorCode::kIo, "cannot open '/abs/p.mlir': No such file or directory", std::nullopt, {}};
+  const std::string opened = attributed_to(program, cannot_open).render();
+  EXPECT_NE(opened.find("scenario.yaml:5:14: error: workload.programs[0].file: cannot open '/abs/p.mlir'"),
+            std::string::npos)
+      << opened;
+  EXPECT_EQ(opened.find("relative"), std::string::npos) << "an absolute path needs no note";
+
+  const FilePath& summary = scenario.output.summary_json;
+  const Error relative = attributed_to(summary, Error{ErrorCode::kIo, "cannot write", std::nullopt, {}});
+  ASSERT_EQ(relative.notes.size(), 1U);
+  EXPECT_NE(relative.notes[0].find("'out/s.json' is relative, so it was resolved to '" +
+                                   (std::filesystem::current_path() / "out/s.json").string() +
+                                   "' (against the directory of the scenario file)"),
+            std::string::npos)
+      << relative.notes[0];
+
+  // An error inside the file keeps the file's own line and names the key in a note.
+  const Error inside = attributed_to(
+      program, Error{ErrorCode::kParse, "unknown op", SourceLocation{"/abs/p.mlir", 7, 3, "x"}, {}});
+  EXPECT_EQ(inside.where->file, "/abs/p.mlir");
+  EXPECT_EQ(inside.message, "unknown op");
+  ASSERT_EQ(inside.notes.size(), 1U);
+  EXPECT_EQ(inside.notes[0], "the file is named by workload.programs[0].file (scenario.yaml:5:14)");
+
+  // A path given with --set is reported at the --set and resolved against the working directory.
+  const Scenario overridden = load_scenario_text("", "scenario.yaml", {"compute.table=k.csv"});
+  const std::string set =
+      attributed_to(overridden.compute.table, Error{ErrorCode::kIo, "cannot read 'k.csv'", std::nullopt, {}}).render();
+  EXPECT_NE(set.find("--set compute.table=k.csv: error: compute.table: cannot read"), std::string::npos) << set;
+  EXPECT_NE(set.find("against the working directory"), std::string::npos) << set;
+
+  // A path not read from a config (built by a tool) is left alone.
+  const Error plain = attributed_to(FilePath("/x"), cannot_open);
+  EXPECT_EQ(plain.message, cannot_open.message);
+  EXPECT_FALSE(plain.where.has_value());
 }
 
 TEST(Scenario, RoundTripsThroughYaml) {

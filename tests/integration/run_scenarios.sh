@@ -82,7 +82,7 @@ expect scale_up_ignored 0 "system.scale_up.bandwidth_GBps and latency_ns do not 
 expect replicas_range 2 "replicas: 4000000000 is out of range (must be 0 to 67108864)" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=4000000000
 expect system_too_small 2 "the system has 4 devices (1 nodes x 4 devices) but the workload needs 1000000 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=1000000
 expect straggler_twice 2 "system.stragglers: rank 1 is listed twice" -- "$orrery" run "$scenario" --set "system.stragglers=[{rank: 1}, {rank: 1, slowdown_percent: 20}]"
-expect sweep_unknown_preset 2 "sweep point 1 (hardware=Z100): unknown hardware preset 'Z100'" -- "$orrery" sweep "$scenario" --vary hardware=A100_40GB,Z100 --out "$work/x.csv"
+expect sweep_unknown_preset 2 "sweep point 1 (hardware=Z100): hardware: unknown hardware preset 'Z100'" -- "$orrery" sweep "$scenario" --vary hardware=A100_40GB,Z100 --out "$work/x.csv"
 expect end_before_a_step 0 "step time    none: no step completed" -- "$orrery" run "$scenario" --set simulation.end_time_s=0.001
 "$orrery" --log-level error run "$scenario" --set simulation.end_time_s=0.001 --summary-json "$work/short.json" > /dev/null
 /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["step_time_s"] is None and s["step_end_s"] == [] and any("before 4 ranks finished" in w for w in s["warnings"]), s' "$work/short.json" &&
@@ -92,6 +92,18 @@ expect end_before_a_step 0 "step time    none: no step completed" -- "$orrery" r
   echo "ok   end_before_a_step_sweep" || fail "end_before_a_step_sweep: the point should carry an error"
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
+
+# A file named in a scenario that cannot be read is reported at the line that names it, with how a
+# relative path was resolved; a hardware path is resolved like every other path.
+printf 'hardware: A100_40GB\nworkload:\n  programs:\n    - file: models/missing.mlir\n' > "$work/located.yaml"
+expect program_at_its_line 2 "$work/located.yaml:4:13: error: workload.programs[0].file: cannot open '$work/models/missing.mlir'" -- "$orrery" run "$work/located.yaml"
+expect program_relative_note 2 "note: 'models/missing.mlir' is relative, so it was resolved to '$work/models/missing.mlir' (against the directory of the scenario file)" -- "$orrery" run "$work/located.yaml"
+expect program_at_its_line_np2 2 "$work/located.yaml:4:13: error: workload.programs[0].file" -- "$mpirun" -np 2 "$orrery" run "$work/located.yaml"
+printf 'hardware: presets/mine.yaml\nworkload:\n  programs:\n    - file: %s\n' "$root/configs/workloads/resnet50_train_step_4dev_b1024.mlir" > "$work/located_hw.yaml"
+expect hardware_at_its_line 2 "$work/located_hw.yaml:1:11: error: hardware: cannot read '$work/presets/mine.yaml'" -- "$orrery" run "$work/located_hw.yaml"
+mkdir -p "$work/presets" && cp "$root/configs/hardware/A100_40GB.yaml" "$work/presets/mine.yaml"
+expect hardware_beside_the_scenario 0 "hardware   A100_40GB x 4 ranks" -- "$orrery" run "$work/located_hw.yaml" --set network.topology='{kind: none}'
+expect table_at_its_line 2 "--set compute.table=/nonexistent.csv: error: compute.table: cannot read '/nonexistent.csv'" -- "$orrery" run "$scenario" --set compute.default=table --set compute.table=/nonexistent.csv
 
 # Output paths are checked before anything is simulated: the error comes without a summary.
 unwritable() {

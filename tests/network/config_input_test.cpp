@@ -43,7 +43,7 @@ TEST(AstraSim, EveryNetworkFileLoadsOrIsRejectedClearly) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const bool placeholder = text.find("tbd") != std::string::npos && text.find("bandwidth: [ tbd") != std::string::npos;
     try {
-      const config::AstraNetworkSpec spec = load_astra_network(path.string());
+      const config::AstraNetworkSpec spec = load_astra_network(config::FilePath(path.string()));
       const MultiDim fabric(spec);
       std::uint32_t npus = 1;
       for (const std::uint32_t count : spec.npus_count) {
@@ -89,7 +89,9 @@ TEST(AstraSim, BadFilesNameFileKeyAndValue) {
   };
   auto message = [](const std::string& path) {
     try {
-      (void)load_astra_network(path);
+      config::FilePath file(path);
+      file.key = "network.topology.file";
+      (void)load_astra_network(file);
     } catch (const OrreryError& error) {
       return std::string(error.what());
     }

@@ -7,15 +7,13 @@
 
 namespace orrery::network {
 
-config::AstraNetworkSpec load_astra_network(const std::string& path) {
+config::AstraNetworkSpec load_astra_network(const config::FilePath& file) {
+  const std::string& path = file.path;
   config::AstraNetworkSpec spec;
   try {
     spec = config::load_config_file<config::AstraNetworkSpec>(path, {});
   } catch (const OrreryError& error) {
-    Error detailed = error.error();
-    if (detailed.code == ErrorCode::kIo) {
-      detailed.message = "network.topology.file: " + detailed.message;  // which key named the file
-    }
+    Error detailed = config::attributed_to(file, error.error());  // which key named the file, and where
     if (detailed.message.find("expected a finite number") != std::string::npos) {
       detailed.notes.push_back(
           "ASTRA-sim network files need a number in every list entry; placeholders such as 'tbd' are not accepted");

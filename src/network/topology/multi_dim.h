@@ -14,8 +14,9 @@
 namespace orrery::network {
 
 // Reads an ASTRA-sim network.yml unchanged. Throws OrreryError naming the file, line, key and
-// value for anything else (placeholders such as `tbd` included).
-config::AstraNetworkSpec load_astra_network(const std::string& path);
+// value for anything else (placeholders such as `tbd` included); a file that cannot be read is
+// reported at the key that named it (config::attributed_to).
+config::AstraNetworkSpec load_astra_network(const config::FilePath& file);
 
 class MultiDim final : public Fabric {
  public:

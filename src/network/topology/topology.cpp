@@ -27,7 +27,7 @@ std::unique_ptr<Fabric> make_fabric(const config::TopologyConfig& topology) {
       return std::make_unique<Torus>(c);
     }
     std::unique_ptr<Fabric> operator()(const config::AstraSimTopologyConfig& c) const {
-      return std::make_unique<MultiDim>(c.file.empty() ? c.inline_spec : load_astra_network(c.file.path));
+      return std::make_unique<MultiDim>(c.file.empty() ? c.inline_spec : load_astra_network(c.file));
     }
   };
   return std::visit(Maker{}, topology);
