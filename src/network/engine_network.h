@@ -112,10 +112,11 @@ class EngineNetwork {
     }
     const NetworkMessage start{NetworkMessage::Kind::kStart, request, engine.now(), tag};
     if (!replicated()) {
-      const std::optional<SimTime> duration = model_->contention_free_time(request);
+      const SimTime entry = engine.now() + layout_.injection_delay;
+      const std::optional<SimTime> delivery = model_->contention_free_delivery(entry, request);
       NetworkMessage delivered = start;
       delivered.kind = NetworkMessage::Kind::kDelivered;
-      engine.send(layout_.lp_of_endpoint[request.destination], layout_.injection_delay + duration.value(),
+      engine.send(layout_.lp_of_endpoint[request.destination], delivery.value() - engine.now(),
                   Traits::wrap(delivered));
       return;
     }

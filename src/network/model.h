@@ -40,11 +40,14 @@ class NetworkModel {
  public:
   virtual ~NetworkModel() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
-  // True when a transfer's time depends on nothing but itself (no shared state): the engine
-  // wrapper then computes it at the source instead of in replicated network LPs.
+  // True when a transfer's time depends on nothing but itself and the earlier transfers of its
+  // own source (no state shared between sources): the engine wrapper then computes it at the
+  // source, in the source endpoint's LP, instead of in replicated network LPs.
   [[nodiscard]] virtual bool contention_free() const = 0;
-  // For contention-free models: the transfer's duration (start to delivery). nullopt otherwise.
-  [[nodiscard]] virtual std::optional<SimTime> contention_free_time(const TransferRequest& /*request*/) const {
+  // For contention-free models: when a transfer entering the network at `entry` is delivered
+  // (entry times of one source's transfers never decrease). nullopt otherwise.
+  [[nodiscard]] virtual std::optional<SimTime> contention_free_delivery(SimTime /*entry*/,
+                                                                       const TransferRequest& /*request*/) {
     return std::nullopt;
   }
   // Starts a transfer at `now`, which is not earlier than any time given before.

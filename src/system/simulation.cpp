@@ -144,6 +144,8 @@ struct RankState {
   std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
   std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
   std::unordered_map<std::uint64_t, std::uint32_t> switch_uploads;  // as the aggregator of in-switch groups
+  SimTime switch_up_free;                                       // when this rank's uplink to the switch is free
+  std::unordered_map<std::uint32_t, SimTime> switch_down_free;  // as the aggregator: each member's downlink
   bool settle_pending = false;
   // accounting
   SimTime last;
@@ -724,7 +726,7 @@ class SystemModel {
       // scale-up latency and the scale-up bandwidth per leg) and sent to the group's first member,
       // which plays the switch.
       const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
-      engine.send(aggregator, switch_leg(send.bytes), SwitchUpload{encode(tag)});
+      engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{encode(tag)});
       return;
     }
     const std::uint32_t peer_rank = program.global_rank(set.groups[run.group][send.peer]);
@@ -737,10 +739,15 @@ class SystemModel {
     network_.send(engine, request, encode(tag));
   }
 
-  [[nodiscard]] SimTime switch_leg(std::uint64_t bytes) const {
+  // One leg of an in-switch reduction sent at `now`: the injection delay, then the bytes at the
+  // scale-up bandwidth on a link that carries one leg at a time (`link_free`, updated: chunks and
+  // concurrent collectives queue on it rather than each taking the full bandwidth), then half the
+  // scale-up latency. Returns the delay from `now` to arrival.
+  [[nodiscard]] SimTime switch_leg(SimTime now, std::uint64_t bytes, SimTime& link_free) const {
     const double bandwidth = scenario_.system.scale_up.bandwidth_gbps * 1e9;
-    return injection_ + SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9 +
-                                              static_cast<double>(bytes) / bandwidth);
+    const SimTime start = std::max(now + injection_, link_free);
+    link_free = start + SimTime::from_seconds(static_cast<double>(bytes) / bandwidth);
+    return link_free + SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9) - now;
   }
 
   void on_switch_upload(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
@@ -757,7 +764,8 @@ class SystemModel {
     rank.switch_uploads.erase(tag);
     const std::uint64_t bytes = segment_bytes(info.bytes, chunks_, t.chunk);
     for (const std::uint32_t device : group) {
-      engine.send(program.global_rank(device), switch_leg(bytes), SwitchDown{tag});
+      const std::uint32_t member = program.global_rank(device);
+      engine.send(member, switch_leg(engine.now(), bytes, rank.switch_down_free[member]), SwitchDown{tag});
     }
     (void)lp;
   }

@@ -245,19 +245,77 @@ TEST(Simulation, SeveralStepsReportFirstAndSteadyState) {
   EXPECT_NEAR(outcome.summary.steady_step_s, 20e-6 + kRingSeconds, 1e-12);
 }
 
+TEST(Simulation, ChunkingPipelinesButNeverBeatsTheBandwidthBound) {
+  // Every all-reduce algorithm moves at least 2(p-1)/p * n bytes through each member's link
+  // (Patarasuk and Yuan 2009): 2 * 3/4 * 1 MiB at 100 GB/s = 15.73 us. Chunks pipeline the steps
+  // (the analytical model queues a member's chunks on its link; the flow model shares the link),
+  // so they may hide latency but never that term. An in-switch reduction moves n up and n down
+  // (full duplex): at least n/B = 10.49 us, and with one chunk exactly 2 legs of
+  // injection + latency/2 + n/B.
+  const double bandwidth_bound = 2 * 0.75 * 1048576 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const char* algorithm : {"ring", "halving_doubling", "direct", "tree"}) {
+      double unchunked = 0;
+      for (const char* chunks : {"1", "4", "16"}) {
+        SCOPED_TRACE(std::string(model) + " " + algorithm + " chunks " + chunks);
+        const Outcome outcome =
+            run(kAllReduce, scenario_text(model),
+                1, {std::string("system.collectives.all_reduce=") + algorithm, std::string("system.chunks=") + chunks});
+        ASSERT_EQ(outcome.error, "");
+        const double collective = outcome.summary.step_time_s - 20e-6;
+        EXPECT_GE(collective, bandwidth_bound);
+        if (std::string(chunks) == "1") {
+          unchunked = collective;
+        } else {
+          EXPECT_LE(collective, unchunked + 1e-12);
+        }
+      }
+    }
+    for (const char* chunks : {"1", "4", "16"}) {
+      SCOPED_TRACE(std::string(model) + " in_switch chunks " + chunks);
+      const Outcome outcome =
+          run(kAllReduce, scenario_text(model), 1,
+              {"system.scale_up.in_switch_reduction=true", "system.collectives.all_reduce=in_switch",
+               std::string("system.chunks=") + chunks});
+      ASSERT_EQ(outcome.error, "");
+      const double collective = outcome.summary.step_time_s - 20e-6;
+      const double leg = 0.5e-6 + 0.5e-6 + 1048576 / 1e11;
+      if (std::string(chunks) == "1") {
+        EXPECT_NEAR(collective, 2 * leg, 1e-12);
+      } else {
+        EXPECT_GE(collective, 1048576 / 1e11);
+        EXPECT_LT(collective, 2 * leg);
+      }
+    }
+  }
+}
+
 TEST(Simulation, AStragglerSlowsTheCollective) {
   // Rank 2's ops take 100% longer, so it joins the ring at 20 µs, the others at 10 µs. In a ring a
   // member enters step s+1 when it has entered step s and the step-s message from its predecessor
-  // has arrived: E[r][s+1] = max(E[r][s], E[r-1][s] + D), D = one hop (injection + latency +
-  // (n/p)/B). Rank r finishes the all-reduce at E[r][6], then runs its multiply.
-  const double hop = kRingSeconds / 6;
+  // has arrived: E[r][s+1] = max(E[r][s], A[r-1][s]). A member sends as it enters a step, and its
+  // sends leave its link one after the other (the analytical model): the step-s send enters the
+  // network at E[r][s] + injection, starts when the link is free, occupies it for T = (n/p)/B and
+  // arrives after the path latency. The members ahead of the straggler enter several steps at once,
+  // so their sends queue. Rank r finishes the all-reduce at E[r][6], then runs its multiply.
+  const double injection = 0.5e-6;
+  const double latency = 1e-6;
+  const double occupancy = 2.62144e-6;
+  ASSERT_NEAR(injection + latency + occupancy, kRingSeconds / 6, 1e-15);
   double entered[4][7];
+  double link_free[4] = {0, 0, 0, 0};
   for (int r = 0; r < 4; ++r) {
     entered[r][0] = r == 2 ? 20e-6 : 10e-6;
   }
   for (int step = 0; step < 6; ++step) {
+    double arrival[4];
     for (int r = 0; r < 4; ++r) {
-      entered[r][step + 1] = std::max(entered[r][step], entered[(r + 3) % 4][step] + hop);
+      const double start = std::max(entered[r][step] + injection, link_free[r]);
+      link_free[r] = start + occupancy;
+      arrival[r] = start + occupancy + latency;
+    }
+    for (int r = 0; r < 4; ++r) {
+      entered[r][step + 1] = std::max(entered[r][step], arrival[(r + 3) % 4]);
     }
   }
   double expected = 0;
