@@ -54,7 +54,7 @@ struct CollectiveChoice {
     v("all_reduce", all_reduce, "Algorithm for all-reduce; auto follows the NCCL-like rule in docs/collectives.md.");
     v("all_gather", all_gather, "Algorithm for all-gather.");
     v("reduce_scatter", reduce_scatter, "Algorithm for reduce-scatter.");
-    v("all_to_all", all_to_all, "Algorithm for all-to-all.");
+    v("all_to_all", all_to_all, "Algorithm for all-to-all: auto or direct, its only decomposition (another is an error).");
     v("collective_broadcast", collective_broadcast, "Algorithm for broadcast.");
   }
 };

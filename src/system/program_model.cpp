@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "util/error.h"
 #include "workload/collectives.h"
@@ -107,7 +108,23 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
           peer.source_of[d] = d;
         }
       }
+      std::set<std::int64_t> sources;
+      std::set<std::int64_t> targets;
       for (const auto& [source, target] : pairs.value()) {
+        // A send has one target per device and a recv one source per device: a repeated source
+        // or target would silently drop a pair.
+        for (const auto& [device, seen, role] :
+             {std::tuple{source, &sources, "source"}, std::tuple{target, &targets, "target"}}) {
+          if (!seen->insert(device).second) {
+            throw OrreryError(Error{ErrorCode::kInvalidInput,
+                                    fmt::format("{}: device {} is the {} of two pairs in source_target_pairs; a {} "
+                                                "connects each device to one peer",
+                                                describe_op(exec.source), device, role,
+                                                exec.kind == ExecKind::kSend ? "send" : "recv"),
+                                    p.location(op.offset),
+                                    {}});
+          }
+        }
         if (source < devices) {
           peer.target_of[source] = target;
         }

@@ -16,6 +16,10 @@ std::uint32_t parse_rank(std::string_view text, const std::string& where, const 
     throw OrreryError(ErrorCode::kConfig,
                       fmt::format("{}: '{}' in rank set '{}' is not a rank number", where, text, whole));
   }
+  if (value >= kMaxRanks) {
+    throw OrreryError(ErrorCode::kConfig, fmt::format("{}: rank {} in rank set '{}' is out of range (ranks are 0 to {})",
+                                                      where, value, whole, kMaxRanks - 1));
+  }
   return value;
 }
 

@@ -8,6 +8,10 @@
 
 namespace orrery::system {
 
+// The largest system Orrery accepts (2^26 ranks, the bound of workload.programs[].replicas and of
+// every topology's size): rank ids are below it.
+inline constexpr std::uint32_t kMaxRanks = 1U << 26;
+
 // Parses `text` into sorted, distinct ranks. "all" needs `all_count` (the ranks of a run) and
 // yields 0..all_count-1. Throws OrreryError(kConfig) naming `where` and the bad part.
 std::vector<std::uint32_t> parse_rank_set(const std::string& text, std::uint32_t all_count, const std::string& where);

@@ -48,10 +48,18 @@ std::optional<double> estimate_all_reduce(Algorithm algorithm, const GroupShape&
 
 Algorithm select_algorithm(CollectiveKind kind, std::optional<Algorithm> forced, const GroupShape& shape,
                            std::uint64_t bytes, const SelectionContext& context) {
-  if (kind == CollectiveKind::kPermute || kind == CollectiveKind::kAllToAll) {
+  const bool direct_only = kind == CollectiveKind::kPermute || kind == CollectiveKind::kAllToAll;
+  if (direct_only && !forced) {
     return Algorithm::kDirect;  // the only decomposition of these
   }
   if (forced) {
+    if (direct_only && *forced != Algorithm::kDirect) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("system.collectives.{} = {} cannot serve a group of {} members: {} is "
+                                    "decomposed only as direct sends (use auto or direct)",
+                                    collective_kind_name(kind), algorithm_name(*forced), shape.members,
+                                    collective_kind_name(kind)));
+    }
     if (*forced == Algorithm::kInSwitch && !context.in_switch_reduction) {
       throw OrreryError(ErrorCode::kConfig,
                         fmt::format("system.collectives.{} = in_switch cannot serve a group of {} members: "

@@ -52,7 +52,8 @@ constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after eve
 
 // --- message tags --------------------------------------------------------------------------------
 // Collective transfer: [63]=0 | ordinal 23 | plan step 20 | chunk 8 | lane 2 | training step 10.
-// Point-to-point:      [63]=1 | channel 23 | occurrence 30 | training step 10.
+// Point-to-point:      [63]=1 | channel index 23 | occurrence 30 | training step 10 (the channel
+// index numbers the program's channel handles densely, so distinct handles never share a tag).
 struct CollectiveTag {
   std::uint32_t ordinal;
   std::uint32_t step;
@@ -77,8 +78,9 @@ CollectiveTag decode(std::uint64_t tag) {
                        static_cast<std::uint32_t>(tag & kStepMask)};
 }
 constexpr std::uint64_t kPeerBit = 1ULL << 63;
-std::uint64_t peer_tag(std::int64_t channel, std::uint32_t occurrence, std::uint32_t training_step) {
-  return kPeerBit | ((static_cast<std::uint64_t>(channel) & ((1ULL << 23) - 1)) << 40) |
+constexpr std::uint32_t kMaxChannels = 1U << 23;
+std::uint64_t peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
+  return kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
          ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 30) - 1)) << 10) | (training_step & kStepMask);
 }
 std::uint64_t run_key(std::uint32_t ordinal, std::uint32_t training_step) {
@@ -787,6 +789,14 @@ class SystemModel {
       }
     }
     for (const auto& [channel, programs] : senders) {
+      if (programs.size() > 1) {
+        throw OrreryError(ErrorCode::kMismatch,
+                          fmt::format("channel {}: workload.programs[{}] ({}) and workload.programs[{}] ({}) both "
+                                      "send on it; point-to-point channels must connect one sending and one "
+                                      "receiving program",
+                                      channel, *programs.begin(), programs_[*programs.begin()]->label(),
+                                      *std::next(programs.begin()), programs_[*std::next(programs.begin())]->label()));
+      }
       const auto found = receivers.find(channel);
       if (found == receivers.end()) {
         throw OrreryError(ErrorCode::kMismatch,
@@ -808,6 +818,13 @@ class SystemModel {
                                       programs_[*programs.begin()]->label()));
       }
     }
+    if (receivers.size() >= kMaxChannels) {
+      throw OrreryError(ErrorCode::kUnsupported, fmt::format("the programs use {} point-to-point channels; at most {}",
+                                                             receivers.size(), kMaxChannels - 1));
+    }
+    for (const auto& [channel, programs] : receivers) {  // every channel has both sides by now
+      channel_index_.emplace(channel, static_cast<std::uint32_t>(channel_index_.size()));
+    }
   }
 
   void send_to_peer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
@@ -828,7 +845,7 @@ class SystemModel {
       request.source = rank.endpoint;
       request.destination = placement_.endpoint_of(peer_rank);
       request.bytes = Bytes{peer.bytes};
-      const std::uint64_t tag = peer_tag(peer.channel, program.graph().op(op).ordinal, rank.step);
+      const std::uint64_t tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
       request.flow_key = hash_combine(tag, lp);
       ++rank.transfers;
       rank.transfer_bytes += peer.bytes;
@@ -844,7 +861,7 @@ class SystemModel {
       complete(engine, lp, rank, op);
       return;
     }
-    const std::uint64_t tag = peer_tag(peer.channel, program.graph().op(op).ordinal, rank.step);
+    const std::uint64_t tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
     const auto arrived = rank.peer_arrived.find(tag);
     if (arrived != rank.peer_arrived.end()) {
       if (--arrived->second == 0) {
@@ -885,6 +902,7 @@ class SystemModel {
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
   std::vector<network::LinkId> route_;  // scratch for selection_context
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
+  std::map<std::int64_t, std::uint32_t> channel_index_;  // channel handle -> dense index, in handle order
   std::vector<std::vector<std::uint64_t>> op_ps_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::vector<std::vector<std::uint64_t>> op_counts_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::map<std::string, std::uint64_t> algorithm_counts_;

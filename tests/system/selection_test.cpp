@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "system/rank_set.h"
@@ -33,7 +34,7 @@ TEST(Selection, AutoRule) {
   EXPECT_EQ(select_algorithm(CollectiveKind::kAllGather, std::nullopt, nodes_of(4, 8), 1 << 26, plain),
             Algorithm::kHierarchical);
   EXPECT_EQ(select_algorithm(CollectiveKind::kReduceScatter, std::nullopt, nodes_of(1, 4), 1 << 26, plain), Algorithm::kRing);
-  EXPECT_EQ(select_algorithm(CollectiveKind::kAllToAll, Algorithm::kRing, nodes_of(2, 4), 1 << 26, plain), Algorithm::kDirect);
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllToAll, std::nullopt, nodes_of(2, 4), 1 << 26, plain), Algorithm::kDirect);
   EXPECT_EQ(select_algorithm(CollectiveKind::kBroadcast, std::nullopt, nodes_of(2, 4), 1 << 26, plain), Algorithm::kRing);
 }
 
@@ -79,6 +80,23 @@ TEST(Selection, ForcedAlgorithmsAreCheckedAgainstTheGroup) {
               std::string::npos)
         << error.what();
   }
+  // All-to-all has one decomposition: forcing another is an error, not silently direct.
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllToAll, std::nullopt, nodes_of(1, 4), 1 << 20, plain), Algorithm::kDirect);
+  EXPECT_EQ(select_algorithm(CollectiveKind::kAllToAll, Algorithm::kDirect, nodes_of(1, 4), 1 << 20, plain),
+            Algorithm::kDirect);
+  for (const Algorithm other : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHalvingDoubling, Algorithm::kHierarchical,
+                                Algorithm::kInSwitch}) {
+    try {
+      (void)select_algorithm(CollectiveKind::kAllToAll, other, nodes_of(1, 4), 1 << 20, dgx_like(true));
+      ADD_FAILURE() << algorithm_name(other);
+    } catch (const OrreryError& error) {
+      EXPECT_NE(std::string(error.what()).find(fmt::format("system.collectives.all_to_all = {} cannot serve a group of "
+                                                           "4 members: all_to_all is decomposed only as direct sends",
+                                                           algorithm_name(other))),
+                std::string::npos)
+          << error.what();
+    }
+  }
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(1, 4), 1, plain),
                OrreryError);
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(2, 4), 1,
@@ -106,6 +124,13 @@ TEST(RankSet, ErrorsNameThePlace) {
   EXPECT_NE(message("5-2").find("range '5-2' in '5-2' runs backwards"), std::string::npos);
   EXPECT_NE(message("1,1").find("rank 1 appears twice"), std::string::npos);
   EXPECT_NE(message("").find("empty rank set"), std::string::npos);
+  // The largest ids: a clear error, not a wrap-around (4294967295 + 1 = 0) or a 17 GB allocation.
+  EXPECT_NE(message("4294967295").find("rank 4294967295 in rank set '4294967295' is out of range (ranks are 0 to "
+                                       "67108863)"),
+            std::string::npos);
+  EXPECT_NE(message("4294967290-4294967295").find("rank 4294967290 in rank set"), std::string::npos);
+  EXPECT_NE(message("67108864").find("out of range"), std::string::npos);
+  EXPECT_EQ(parse_rank_set("67108863", 0, "x"), (std::vector<std::uint32_t>{67108863}));
 }
 
 }  // namespace

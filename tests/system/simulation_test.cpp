@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <mutex>
 
 #include "config/scenario.h"
@@ -81,17 +82,8 @@ struct Outcome {
   std::string error;
 };
 
-Outcome run(const std::string& module, const std::string& scenario_yaml, std::uint32_t processes = 1,
-            const std::vector<std::string>& overrides = {}, std::vector<std::uint32_t> ranks = {0, 1, 2, 3},
-            std::uint32_t replicas = 0) {
-  const auto program = parse(module);
-  const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", overrides);
-  SimulationInput input;
-  input.scenario = &scenario;
-  input.hardware = "test";
-  input.programs.push_back(
-      ProgramInput{program, "test.mlir", std::move(ranks), std::make_shared<FixedOpTimes>(*program, SimTime::from_ns(10'000)),
-                   replicas});
+// Runs `input` on `processes` in-process ranks; the outcome of process 0.
+Outcome simulate_on(const SimulationInput& input, std::uint32_t processes) {
   pdes::InProcessGroup group(processes);
   std::vector<Outcome> outcomes(processes);
   group.run([&](pdes::Communicator& communicator) {
@@ -103,6 +95,72 @@ Outcome run(const std::string& module, const std::string& scenario_yaml, std::ui
   });
   return outcomes.front();
 }
+
+Outcome run(const std::string& module, const std::string& scenario_yaml, std::uint32_t processes = 1,
+            const std::vector<std::string>& overrides = {}, std::vector<std::uint32_t> ranks = {0, 1, 2, 3},
+            std::uint32_t replicas = 0) {
+  const auto program = parse(module);
+  const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", overrides);
+  SimulationInput input;
+  input.scenario = &scenario;
+  input.hardware = "test";
+  input.programs.push_back(
+      ProgramInput{program, "test.mlir", std::move(ranks), std::make_shared<FixedOpTimes>(*program, SimTime::from_ns(10'000)),
+                   replicas});
+  return simulate_on(input, processes);
+}
+
+// Several programs, each on its own ranks (pipeline stages), labelled stage0.mlir, stage1.mlir, ...
+Outcome run_programs(const std::vector<std::pair<std::string, std::vector<std::uint32_t>>>& modules,
+                     const std::string& scenario_yaml, std::uint32_t processes = 1) {
+  const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", {});
+  SimulationInput input;
+  input.scenario = &scenario;
+  input.hardware = "test";
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const auto program = parse(modules[i].first);
+    input.programs.push_back(ProgramInput{program, fmt::format("stage{}.mlir", i), modules[i].second,
+                                          std::make_shared<FixedOpTimes>(*program, SimTime::from_ns(10'000)), 0});
+  }
+  return simulate_on(input, processes);
+}
+
+// One-device pipeline stages for the point-to-point tests. {0} is a channel handle, {1} the
+// source_target_pairs and {2} their count.
+constexpr const char* kSendAfterOneAdd = R"(
+module @a attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {{
+    %0 = stablehlo.add %arg0, %arg0 : tensor<16xf32>
+    %t = stablehlo.create_token : !stablehlo.token
+    %s = "stablehlo.send"(%0, %t) {{channel_handle = #stablehlo.channel_handle<handle = {0}, type = 1>, is_host_transfer = false, source_target_pairs = dense<{1}> : tensor<{2}x2xi64>}} : (tensor<16xf32>, !stablehlo.token) -> !stablehlo.token
+    return %0 : tensor<16xf32>
+  }}
+}}
+)";
+constexpr const char* kSendAfterTwoAdds = R"(
+module @b attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {{
+    %0 = stablehlo.add %arg0, %arg0 : tensor<16xf32>
+    %1 = stablehlo.add %0, %0 : tensor<16xf32>
+    %t = stablehlo.create_token : !stablehlo.token
+    %s = "stablehlo.send"(%1, %t) {{channel_handle = #stablehlo.channel_handle<handle = {0}, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}} : (tensor<16xf32>, !stablehlo.token) -> !stablehlo.token
+    return %1 : tensor<16xf32>
+  }}
+}}
+)";
+// Receives on channel 1, adds, then receives on channel {0} and adds.
+constexpr const char* kRecvTwice = R"(
+module @c attributes {{mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {{
+    %t = stablehlo.create_token : !stablehlo.token
+    %r:2 = "stablehlo.recv"(%t) {{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}} : (!stablehlo.token) -> (tensor<16xf32>, !stablehlo.token)
+    %0 = stablehlo.add %r#0, %arg0 : tensor<16xf32>
+    %q:2 = "stablehlo.recv"(%r#1) {{channel_handle = #stablehlo.channel_handle<handle = {0}, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 0]]> : tensor<1x2xi64>}} : (!stablehlo.token) -> (tensor<16xf32>, !stablehlo.token)
+    %1 = stablehlo.add %q#0, %0 : tensor<16xf32>
+    return %1 : tensor<16xf32>
+  }}
+}}
+)";
 
 // Ring all-reduce, p = 4, n = 1 MiB: 2(p-1) steps of alpha + (n/p)/B with
 // alpha = 0.5 µs injection + 1 µs latency and (n/p)/B = 262144 B / 1e11 B/s = 2.62144 µs.
@@ -288,6 +346,43 @@ TEST(Simulation, ChunkingPipelinesButNeverBeatsTheBandwidthBound) {
       }
     }
   }
+}
+
+TEST(Simulation, ChannelHandlesNeverShareATag) {
+  // Stage a sends on channel H at once; stage b sends on channel 1 after two adds; stage c
+  // receives on 1, adds, receives on H, adds. c's first add must wait for b (20 us), so the step
+  // is at least 40 us. Handles 1 and 1 + 2^23 once shared a tag (the handle was cut to 23 bits),
+  // and c's recv on 1 took a's message: the step came out 10 us shorter.
+  auto step = [](std::int64_t handle) {
+    const Outcome outcome = run_programs({{fmt::format(kSendAfterOneAdd, handle, "[[0, 0]]", 1), {0}},
+                                          {fmt::format(kSendAfterTwoAdds, 1), {1}},
+                                          {fmt::format(kRecvTwice, handle), {2}}},
+                                         scenario_text("analytical"));
+    EXPECT_EQ(outcome.error, "");
+    return outcome.summary.step_time_s;
+  };
+  const double distinct = step(2);
+  EXPECT_GE(distinct, 40e-6);
+  EXPECT_EQ(step((1LL << 23) + 1), distinct);
+  EXPECT_EQ(step((1LL << 40) + 2), distinct);
+}
+
+TEST(Simulation, PointToPointChannelsConnectOneSenderAndOneReceiver) {
+  const std::string send5 = fmt::format(kSendAfterOneAdd, 5, "[[0, 0]]", 1);
+  const std::string recv = fmt::format(kRecvTwice, 5);
+  const Outcome two_senders = run_programs({{send5, {0}}, {send5, {1}}, {recv, {2}}}, scenario_text("analytical"));
+  EXPECT_NE(two_senders.error.find("channel 5: workload.programs[0] (stage0.mlir) and workload.programs[1] "
+                                   "(stage1.mlir) both send on it"),
+            std::string::npos)
+      << two_senders.error;
+  // One send cannot fan a device out to two targets: the second pair would be dropped.
+  const Outcome fan = run_programs({{fmt::format(kSendAfterOneAdd, 5, "[[0, 0], [0, 0]]", 2), {0}},
+                                    {fmt::format(kSendAfterTwoAdds, 1), {1}},
+                                    {recv, {2}}},
+                                   scenario_text("analytical"));
+  EXPECT_NE(fan.error.find("stablehlo.send: device 0 is the source of two pairs in source_target_pairs"),
+            std::string::npos)
+      << fan.error;
 }
 
 TEST(Simulation, AStragglerSlowsTheCollective) {
