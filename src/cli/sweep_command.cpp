@@ -25,26 +25,45 @@ struct Axis {
   std::vector<std::string> values;
 };
 
+// "key=v1,v2,...": values are split at commas outside brackets ({} [] ()) and quotes, so a value
+// may be a YAML mapping or list ("network.topology={kind: switch, nodes: 2},{kind: torus, ...}").
 Axis parse_vary(const std::string& text) {
   const auto equals = text.find('=');
   if (equals == std::string::npos || equals == 0 || equals + 1 == text.size()) {
     throw OrreryError(ErrorCode::kConfig, fmt::format("--vary {}: expected key=value1,value2,...", text));
   }
   Axis axis{text.substr(0, equals), {}};
-  std::string rest = text.substr(equals + 1);
-  std::size_t start = 0;
-  while (start <= rest.size()) {
-    const auto comma = rest.find(',', start);
-    const std::string value = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+  const std::string rest = text.substr(equals + 1);
+  int depth = 0;
+  char quote = 0;
+  std::string value;
+  auto finish = [&] {
     if (value.empty()) {
       throw OrreryError(ErrorCode::kConfig, fmt::format("--vary {}: empty value", text));
     }
     axis.values.push_back(value);
-    if (comma == std::string::npos) {
-      break;
+    value.clear();
+  };
+  for (const char c : rest) {
+    if (quote != 0) {
+      quote = c == quote ? 0 : quote;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{' || c == '[' || c == '(') {
+      ++depth;
+    } else if (c == '}' || c == ']' || c == ')') {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      finish();
+      continue;
     }
-    start = comma + 1;
+    value += c;
   }
+  if (depth != 0 || quote != 0) {
+    throw OrreryError(ErrorCode::kConfig,
+                      fmt::format("--vary {}: unbalanced {}", text, quote != 0 ? "quote" : "brackets"));
+  }
+  finish();
   return axis;
 }
 
@@ -86,6 +105,14 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
         }
         for (const std::string& vary : arguments->vary) {
           axes.push_back(parse_vary(vary));
+          for (std::size_t a = 0; a + 1 < axes.size(); ++a) {
+            if (axes[a].key == axes.back().key) {
+              throw OrreryError(ErrorCode::kConfig,
+                                fmt::format("--vary {}: the key is given to two --vary options; list all its values "
+                                            "in one",
+                                            axes.back().key));
+            }
+          }
           points *= axes.back().values.size();
         }
         // Every point's scenario must load: report bad values before running anything.

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -109,6 +110,10 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
 }
 
 std::string read_text_file(const std::string& path) {
+  std::error_code status;
+  if (std::filesystem::is_directory(path, status)) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot read '{}': it is a directory", path));
+  }
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -118,6 +123,9 @@ std::string read_text_file(const std::string& path) {
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
+  if (in.bad()) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("cannot read '{}': the read failed", path));
+  }
   return buffer.str();
 }
 

@@ -105,7 +105,7 @@ struct SystemConfig {
       "a program runs (default: XLA's 30 MiB + 7 B); 0: run every collective as written.");
     v("collectives", collectives, "Collective algorithm per kind.");
     v("chunks", chunks, "Chunks a collective is split into and pipelined (ASTRA-sim's preferred-dataset-splits).",
-      at_least(1));
+      between(1, 256));  // the simulator's message tags hold 8 bits of chunk index
     v("chunks_in_flight", chunks_in_flight,
       "Chunks of one collective in flight at once per member (ASTRA-sim's active-chunks-per-dimension); "
       "0: all of them (pipelined, as NCCL).");

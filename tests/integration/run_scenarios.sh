@@ -92,6 +92,15 @@ expect end_before_a_step 0 "step time    none: no step completed" -- "$orrery" r
   echo "ok   end_before_a_step_sweep" || fail "end_before_a_step_sweep: the point should carry an error"
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
+expect vary_twice 2 "--vary hardware: the key is given to two --vary options" -- "$orrery" sweep "$scenario" --vary hardware=H100 --vary hardware=B200 --out "$work/x.csv"
+expect vary_unbalanced 2 "--vary hardware={H100: unbalanced brackets" -- "$orrery" sweep "$scenario" --vary 'hardware={H100' --out "$work/x.csv"
+# Commas inside a YAML mapping do not split a --vary value.
+"$orrery" --log-level error sweep "$scenario" --vary 'network.topology={kind: switch, nodes: 1},{kind: none}' \
+  --vary network.model=analytical --out "$work/mappings.csv" > /dev/null
+/usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["network.topology"] for x in r] == ["{kind: switch, nodes: 1}", "{kind: none}"] and all(x["error"] == "" for x in r), r' "$work/mappings.csv" &&
+  echo "ok   vary_mapping_values" || fail "vary_mapping_values: a mapping value was split at its commas"
+expect directory_scenario 2 "cannot read '$work': it is a directory" -- "$orrery" run "$work"
+expect chunks_bound 2 "system.chunks: 300 is out of range (must be 1 to 256)" -- "$orrery" run "$scenario" --set system.chunks=300
 
 # A file named in a scenario that cannot be read is reported at the line that names it, with how a
 # relative path was resolved; a hardware path is resolved like every other path.
