@@ -28,7 +28,9 @@ struct ProgramConfig {
       "program's devices, when it is the only program), or ids and ranges like '0-3,8-11'.");
     v("replicas", replicas,
       "Run a data-parallel program on this many replicas instead of its own mhlo.num_replicas (weak "
-      "scaling: the per-device batch stays); every collective must span all replicas. 0: as written. At most "
+      "scaling: the per-device batch stays); every collective must span all replicas and keeps its "
+      "model-sized buffer (an all-reduce's input, a reduce-scatter's input, an all-gather's output: gradients and "
+      "parameters do not grow with replicas), so each device's shard of it shrinks. 0: as written. At most "
       "2^26, the most endpoints a topology has.",
       between(0, 1 << 26));
     v("loop_trip_counts", loop_trip_counts,

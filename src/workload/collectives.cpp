@@ -1,5 +1,9 @@
 #include "workload/collectives.h"
 
+#include <fmt/format.h>
+
+#include <limits>
+#include <set>
 #include <string>
 
 namespace orrery::workload {
@@ -345,6 +349,104 @@ Result<DeviceGroups> device_groups(const Program& program, const Op& op) {
   }
   return resolve_device_groups(mode, program.ints(c.groups), c.group_count, c.group_size,
                                program.num_replicas(), program.num_partitions());
+}
+
+std::string collective_shape_problem(const Program& program, const Op& op) {
+  const CollectiveAttributes& c = program.collective(op);
+  const TypeTable& types = program.types();
+  if (c.kind == CollectiveKind::kCollectivePermute && c.has_source_target_pairs) {
+    const auto pairs = program.ints(c.source_target_pairs);
+    std::set<std::int64_t> sources;
+    std::set<std::int64_t> targets;
+    for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
+      if (!sources.insert(pairs[i]).second) {
+        return fmt::format("source_target_pairs: {} is the source of two pairs (each source sends once)", pairs[i]);
+      }
+      if (!targets.insert(pairs[i + 1]).second) {
+        return fmt::format("source_target_pairs: {} is the target of two pairs (each target receives once)",
+                           pairs[i + 1]);
+      }
+    }
+    return "";
+  }
+  const bool gather = c.kind == CollectiveKind::kAllGather;
+  const bool scatter = c.kind == CollectiveKind::kReduceScatter;
+  const bool to_all = c.kind == CollectiveKind::kAllToAll;
+  if (!gather && !scatter && !to_all) {
+    return "";
+  }
+  const auto size = device_group_size(program, op);
+  if (!size || size.value() == 0) {
+    return "";  // the group error is reported where the groups are resolved
+  }
+  const std::int64_t g = size.value();
+  if (to_all && c.split_count >= 0 && c.split_count != g) {
+    return fmt::format("split_count is {} but the replica groups have {} members", c.split_count, g);
+  }
+  const auto operands = program.operands(op);
+  const auto results = program.result_types(op);
+  for (std::size_t i = 0; i < operands.size() && i < results.size(); ++i) {
+    const TypeId in = program.value_type(operands[i]);
+    const TypeId out = results[i];
+    if (!types.is_tensor(in) || !types.is_tensor(out) || types.rank(in) != types.rank(out)) {
+      continue;
+    }
+    const auto in_dims = types.dimensions(in);
+    const auto out_dims = types.dimensions(out);
+    auto expect = [&](std::int64_t dim, std::int64_t want, std::string_view why) -> std::string {
+      if (dim < 0 || static_cast<std::size_t>(dim) >= in_dims.size() || want < 0 ||
+          out_dims[dim] == kDynamicDimension || out_dims[dim] == want) {
+        return "";
+      }
+      return fmt::format("result {} has {} elements along dimension {}, but {} gives {}", types.to_string(out),
+                         out_dims[dim], dim, why, want);
+    };
+    auto divisible = [&](std::int64_t dim, std::string_view name) -> std::string {
+      if (dim < 0 || static_cast<std::size_t>(dim) >= in_dims.size() || in_dims[dim] == kDynamicDimension ||
+          in_dims[dim] % g == 0) {
+        return "";
+      }
+      return fmt::format("operand {} has {} elements along {} {}, which the {} members of a group cannot share "
+                         "evenly",
+                         types.to_string(in), in_dims[dim], name, dim, g);
+    };
+    // The operand's size along `dim` times (or divided by) the group size; -1 when not static. A
+    // product past int64 cannot match any result type (those are bounded), so it saturates.
+    auto scaled = [&](std::int64_t dim, bool up) {
+      if (in_dims[dim] == kDynamicDimension) {
+        return std::int64_t{-1};
+      }
+      if (!up) {
+        return in_dims[dim] / g;
+      }
+      return in_dims[dim] > std::numeric_limits<std::int64_t>::max() / g ? std::numeric_limits<std::int64_t>::max()
+                                                                          : in_dims[dim] * g;
+    };
+    std::string problem;
+    if (gather && c.all_gather_dim >= 0 && static_cast<std::size_t>(c.all_gather_dim) < in_dims.size()) {
+      problem = expect(c.all_gather_dim, scaled(c.all_gather_dim, true),
+                       fmt::format("the operand's {} x {} members", in_dims[c.all_gather_dim], g));
+    } else if (scatter && c.scatter_dimension >= 0 && static_cast<std::size_t>(c.scatter_dimension) < in_dims.size()) {
+      problem = divisible(c.scatter_dimension, "scatter_dimension");
+      if (problem.empty()) {
+        problem = expect(c.scatter_dimension, scaled(c.scatter_dimension, false),
+                         fmt::format("the operand's {} / {} members", in_dims[c.scatter_dimension], g));
+      }
+    } else if (to_all && c.split_dimension >= 0 && static_cast<std::size_t>(c.split_dimension) < in_dims.size() &&
+               c.concat_dimension >= 0 && static_cast<std::size_t>(c.concat_dimension) < in_dims.size()) {
+      problem = divisible(c.split_dimension, "split_dimension");
+      if (problem.empty() && c.split_dimension != c.concat_dimension) {
+        problem = expect(c.split_dimension, scaled(c.split_dimension, false), "splitting it over the group");
+        if (problem.empty()) {
+          problem = expect(c.concat_dimension, scaled(c.concat_dimension, true), "concatenating over the group");
+        }
+      }
+    }
+    if (!problem.empty()) {
+      return problem;
+    }
+  }
+  return "";
 }
 
 Result<std::uint32_t> device_group_size(const Program& program, const Op& op) {

@@ -67,6 +67,14 @@ Result<std::uint32_t> device_group_size(const Program& program, const Op& op);
 // (source_target_pairs or XLA's _xla_send_recv_source_target_pairs).
 Result<DevicePairs> device_pairs(const Program& program, const Op& op);
 
+// What is wrong with a collective's shapes and pairs under StableHLO's constraints, or "" when
+// nothing is: an all_gather's result is its operand times the group size along all_gather_dim, a
+// reduce_scatter's operand divides by the group size along scatter_dimension, an all_to_all's
+// split_count is the group size and divides its split dimension, and a collective_permute names
+// each source and each target once. Dimensions that are not static are not checked. The simulator
+// times collectives from these sizes, so an inconsistent one would be a silently wrong time.
+std::string collective_shape_problem(const Program& program, const Op& op);
+
 // The reduction a body op computes (kAdd -> kSum...); kOther for anything else.
 ReductionKind reduction_of(OpKind body);
 

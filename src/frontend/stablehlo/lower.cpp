@@ -75,6 +75,7 @@ class Lowering {
   }
   // An error at the current op (MLIR's verifier reports at the op).
   Status fail(std::string message) { return diagnostics_.error_at(anchor_, std::move(message)); }
+  bool device_counts_declared_ = false;  // the module has mhlo.num_replicas or mhlo.num_partitions
   Status read_int(const Op& op, std::string_view name, std::int64_t& value);
   Status read_ints(const Op& op, std::string_view name, Ints& values, Ints* shape = nullptr);
   Status read_bool(const Op& op, std::string_view name, bool& value);
@@ -225,6 +226,7 @@ Status Lowering::lower_module_attributes() {
         return r.fail("expected a count between 1 and " + std::to_string(kMaxDevices));
       }
       (name == "mhlo.num_partitions" ? partitions : replicas) = value;
+      device_counts_declared_ = true;
     }
   }
   if (partitions * replicas > kMaxDevices) {
@@ -838,6 +840,14 @@ Status Lowering::lower_collective(OpId id, const Op& op) {
     }
   }
   builder_.set_payload(id, c);
+  // Group sizes follow from the module's device counts; a module that does not declare them (a
+  // spec test run by the interpreter on a grid of its choosing) is not checked, except for the
+  // pairs of a permute, which need no counts.
+  if (device_counts_declared_ || c.kind == CollectiveKind::kCollectivePermute) {
+    if (const std::string problem = workload::collective_shape_problem(program_, op); !problem.empty()) {
+      return fail(problem);
+    }
+  }
   return Status::success();
 }
 
