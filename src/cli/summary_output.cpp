@@ -65,8 +65,15 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   row("communication", s.comm_s);
   row("exposed comm", s.exposed_comm_s);
   row("idle", s.idle_s);
+  // A run stopped by simulation.end_time_s inside a step: the op totals include that step's work
+  // but are divided by the completed steps, so say so rather than show a bare "x1.5".
+  const bool stopped_inside_a_step = !s.step_end_s.empty() && s.step_end_s.size() < s.steps;
+  const std::string per_step = stopped_inside_a_step
+                                   ? fmt::format("per rank per completed step, with the work of the unfinished step {}",
+                                                 s.step_end_s.size() + 1)
+                                   : std::string("per rank per step");
   if (!s.top_ops.empty()) {
-    out += "\ntop compute ops (per rank per step)\n";
+    out += fmt::format("\ntop compute ops ({})\n", per_step);
     for (const auto& op : s.top_ops) {
       const bool fused = op.what.starts_with("fusion");
       out += fmt::format("  {:>12}  x{:<4g} {}{}{}\n", seconds(op.seconds), op.executions, op.name, fused ? ": " : "",
@@ -74,7 +81,7 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
     }
   }
   if (!s.top_collectives.empty()) {
-    out += "\ntop collectives (per rank per step, issue to completion)\n";
+    out += fmt::format("\ntop collectives ({}, issue to completion)\n", per_step);
     for (const auto& op : s.top_collectives) {
       out += fmt::format("  {:>12}  x{:<6g} {}  {}\n", seconds(op.seconds), op.executions, op.what, op.name);
     }

@@ -162,11 +162,11 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
           if (s.step_end_s.empty()) {
             throw OrreryError(ErrorCode::kModel, "no step completed before simulation.end_time_s");
           }
-          line += fmt::format(",{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{:.3f},", s.step_time_s, s.first_step_s,
-                              s.compute_s.mean, s.comm_s.mean, s.exposed_comm_s.mean, s.idle_s.mean, s.ranks,
-                              s.engine.events, result.wall_s);
+          line += fmt::format(",{:.9g},{:.9g},{},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{:.3f},", s.step_time_s,
+                              s.first_step_s, s.step_end_s.size(), s.compute_s.mean, s.comm_s.mean,
+                              s.exposed_comm_s.mean, s.idle_s.mean, s.ranks, s.engine.events, result.wall_s);
         } catch (const OrreryError& error) {
-          line += ",,,,,,,,,," + csv_field(error.error().message);
+          line += ",,,,,,,,,,," + csv_field(error.error().message);
         }
         rows += std::to_string(point) + "\t" + line + "\n";
       }
@@ -198,7 +198,7 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
       for (const auto& axis : axes) {
         out << "," << csv_field(axis.key);
       }
-      out << ",step_time_s,first_step_s,compute_s,comm_s,exposed_comm_s,idle_s,ranks,events,wall_s,error\n";
+      out << ",step_time_s,first_step_s,steps,compute_s,comm_s,exposed_comm_s,idle_s,ranks,events,wall_s,error\n";
       for (const auto& [point, line] : ordered) {
         out << line << "\n";
       }

@@ -87,8 +87,9 @@ expect end_before_a_step 0 "step time    none: no step completed" -- "$orrery" r
 "$orrery" --log-level error run "$scenario" --set simulation.end_time_s=0.001 --summary-json "$work/short.json" > /dev/null
 /usr/bin/python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["step_time_s"] is None and s["step_end_s"] == [] and any("before 4 ranks finished" in w for w in s["warnings"]), s' "$work/short.json" &&
   echo "ok   end_before_a_step_json" || fail "end_before_a_step_json: step_time_s should be null"
+expect stopped_inside_a_step 0 "top compute ops (per rank per completed step, with the work of the unfinished step 2)" -- "$orrery" run "$scenario" --set workload.steps=3 --set simulation.end_time_s=0.15
 "$orrery" --log-level error sweep "$scenario" --vary simulation.end_time_s=0.001,1 --out "$work/short.csv" > /dev/null
-/usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert r[0]["step_time_s"] == "" and "no step completed" in r[0]["error"] and float(r[1]["step_time_s"]) > 0, r' "$work/short.csv" &&
+/usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert r[0]["step_time_s"] == "" and "no step completed" in r[0]["error"] and float(r[1]["step_time_s"]) > 0 and r[1]["steps"] == "1", r' "$work/short.csv" &&
   echo "ok   end_before_a_step_sweep" || fail "end_before_a_step_sweep: the point should carry an error"
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
