@@ -251,7 +251,7 @@ struct NetworkConfig {
     v("routing", routing,
       "Routing: minimal (every fabric), valiant (dragonfly), d_mod_k or ecmp (fat_tree), "
       "dimension_order (torus, astra_sim).");
-    v("model", model, "Network model: analytical (no contention), flow (max-min fair sharing) or packet.");
+    v("model", model, "Network model: analytical (no contention between sources; a source's own transfers queue on the links they share), flow (max-min fair sharing) or packet.");
   }
 };
 

@@ -1,7 +1,8 @@
 #include "network/analytical_model.h"
 
 #include <algorithm>
-#include <iterator>
+
+#include "util/assert.h"
 
 namespace orrery::network {
 
@@ -15,31 +16,55 @@ SimTime AnalyticalModel::transfer_time(EndpointId source, EndpointId destination
   return path_latency(graph, path_) + SimTime::from_seconds(transfer_seconds(bytes, path_bottleneck(graph, path_)));
 }
 
+std::size_t AnalyticalModel::SourceState::index_of(LinkId link, bool& inserted) {
+  const auto found = std::lower_bound(links.begin(), links.end(), link,
+                                      [](const std::pair<LinkId, SimTime>& item, LinkId id) { return item.first < id; });
+  inserted = found == links.end() || found->first != link;
+  if (inserted) {
+    const auto at = links.insert(found, std::pair<LinkId, SimTime>(link, SimTime::zero()));  // may reallocate
+    return static_cast<std::size_t>(at - links.begin());
+  }
+  return static_cast<std::size_t>(found - links.begin());
+}
+
 SimTime AnalyticalModel::delivery(SimTime entry, const TransferRequest& request) {
   if (request.source == request.destination) {
     return entry;
   }
   routing_.route(request.source, request.destination, request.flow_key, path_);
   const Graph& graph = routing_.topology().graph();
-  const SimTime on_path = SimTime::from_seconds(transfer_seconds(request.bytes, path_bottleneck(graph, path_)));
-  const LinkId first = path_.front();
-  const SimTime on_first = SimTime::from_seconds(transfer_seconds(request.bytes, graph.link(first).bandwidth));
-
   SourceState& source = sources_[request.source];
-  auto link = std::find_if(source.links.begin(), source.links.end(),
-                           [&](const std::pair<LinkId, SimTime>& entry_of) { return entry_of.first == first; });
-  if (link == source.links.end()) {
-    source.links.emplace_back(first, SimTime::zero());
-    link = std::prev(source.links.end());
+  ORRERY_ASSERT(entry >= source.last_entry, "a source's transfers enter the analytical model in time order");
+  source.last_entry = entry;
+  if (source.links.size() >= source.prune_at) {
+    std::erase_if(source.links, [&](const auto& item) { return item.second <= entry; });
+    source.prune_at = std::max<std::size_t>(32, 2 * source.links.size());
   }
-  if (source.destinations.size() > 1024) {  // forget paths that no longer hold anything back
-    std::erase_if(source.destinations, [&](const auto& item) { return item.second <= entry; });
+  SimTime start = entry;
+  entries_.clear();
+  for (const LinkId link : path_) {
+    bool inserted = false;
+    const std::size_t index = source.index_of(link, inserted);
+    if (inserted) {  // entries at or after it moved up by one
+      for (std::size_t& earlier : entries_) {
+        earlier += earlier >= index ? 1 : 0;
+      }
+    }
+    entries_.push_back(index);
+    start = std::max(start, source.links[index].second);
   }
-  SimTime& path_free = source.destinations[request.destination];
-  const SimTime start = std::max({entry, link->second, path_free});
-  link->second = start + on_first;
-  path_free = start + on_path;
-  return start + path_latency(graph, path_) + on_path;
+  BytesPerSecond last_bandwidth{0.0};
+  SimTime occupancy;
+  for (std::size_t i = 0; i < path_.size(); ++i) {
+    const BytesPerSecond bandwidth = graph.link(path_[i]).bandwidth;
+    if (bandwidth.value != last_bandwidth.value) {  // most routes have one or two link speeds
+      occupancy = SimTime::from_seconds(transfer_seconds(request.bytes, bandwidth));
+      last_bandwidth = bandwidth;
+    }
+    source.links[entries_[i]].second = start + occupancy;
+  }
+  return start + path_latency(graph, path_) +
+         SimTime::from_seconds(transfer_seconds(request.bytes, path_bottleneck(graph, path_)));
 }
 
 void AnalyticalModel::start(SimTime now, const TransferRequest& request) {

@@ -1,14 +1,14 @@
-// The analytical model: ASTRA-sim's congestion-unaware analytical backend (Won et al.,
+// The analytical model, after ASTRA-sim's congestion-unaware analytical backend (Won et al.,
 // "ASTRA-sim2.0", ISPASS 2023) applied to Orrery's routed topologies:
 //
 //   time(src, dst, bytes) = sum over the route's links of latency + bytes / min over the route of bandwidth
 //
 // with the bandwidth term rounded up to a whole picosecond (SimTime::from_seconds). Transfers of
-// different sources never share a link. A source's own transfers do: they leave it one after the
-// other on its injection link (each occupies it for bytes / that link's bandwidth), and transfers
-// between the same two endpoints follow each other on their path (each occupies it for bytes /
-// the path's bottleneck), so a source can never send faster than its links carry: chunks of one
-// collective pipeline instead of all crossing the link at full bandwidth at once.
+// different sources never share a link (no congestion). A source's own transfers do, first in,
+// first out: a transfer starts when every link of its route has finished carrying the source's
+// earlier transfers, and occupies each link for bytes / that link's bandwidth. So a source never
+// sends more through a link than the link carries: the chunks of one collective pipeline instead
+// of all crossing the link at full bandwidth at once.
 #pragma once
 
 #include <queue>
@@ -30,9 +30,8 @@ class AnalyticalModel final : public NetworkModel {
                                       std::uint64_t flow_key = 0) const;
 
   // When a transfer that enters the network at `entry` (not earlier than the entry of any earlier
-  // transfer from the same source) is delivered: after the source's earlier transfers have left
-  // its injection link and the earlier transfers to the same destination have left the path.
-  // Records the transfer's occupation of both.
+  // transfer from the same source) is delivered: when every link of its route has carried the
+  // source's earlier transfers, plus the closed form. Records its occupation of those links.
   [[nodiscard]] SimTime delivery(SimTime entry, const TransferRequest& request);
 
   [[nodiscard]] std::string_view name() const override { return "analytical"; }
@@ -51,14 +50,20 @@ class AnalyticalModel final : public NetworkModel {
       return a.time != b.time ? a.time > b.time : a.id > b.id;
     }
   };
-  // What one source's earlier transfers still occupy: its injection links (usually one; several
-  // with rails) and its paths to each destination, with the time each is free again.
+  // When each link a source's earlier transfers used is free of them again, sorted by link id
+  // (binary search; a source uses tens to hundreds of links). Links whose time has passed are
+  // forgotten when the state has doubled since the last pruning, so a source costs amortised
+  // O(log n) per link of a route.
   struct SourceState {
     std::vector<std::pair<LinkId, SimTime>> links;
-    std::unordered_map<EndpointId, SimTime> destinations;
+    std::size_t prune_at = 32;
+    SimTime last_entry;  // entries of one source never decrease (checked: pruning relies on it)
+    // The index of `link`'s entry, inserted (free at time zero) when missing; `inserted` says so.
+    std::size_t index_of(LinkId link, bool& inserted);
   };
   const Routing& routing_;
   mutable std::vector<LinkId> path_;
+  std::vector<std::size_t> entries_;  // delivery(): the route's entries in its source's state
   std::unordered_map<EndpointId, SourceState> sources_;
   std::priority_queue<Delivery, std::vector<Delivery>, Later> pending_;
 };

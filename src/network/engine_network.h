@@ -4,8 +4,10 @@
 // Layout: each endpoint is served by one LP of the caller's (lp_of_endpoint); the network adds
 // one replica LP per process (replica_base + process). A transfer enters the network after the
 // injection delay (system.endpoint_delay_ns, > 0):
-//   - contention-free models (analytical): the source LP computes the delivery time and sends
-//     kDelivered straight to the destination's LP, delay = injection + transfer time;
+//   - contention-free models (analytical): the source LP computes the delivery time (the model
+//     may queue the transfer behind the same source's earlier ones; its state is per source, so
+//     only this LP touches it) and sends kDelivered straight to the destination's LP, delay =
+//     injection + queueing + transfer time;
 //   - shared-state models (flow): the source LP sends kStart to every replica LP, delay =
 //     injection. Every process runs an identical copy of the model (same starts, same order:
 //     events tie-break on (time, priority, source LP, sequence)), settles once per timestamp

@@ -40,6 +40,7 @@ struct SwitchUpload {
 };
 struct SwitchDown {
   std::uint64_t tag;
+  bool queued = false;  // already delayed behind the member's earlier downloads
 };
 struct CollectiveLaunched {
   std::uint32_t op;
@@ -146,8 +147,8 @@ struct RankState {
   std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
   std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
   std::unordered_map<std::uint64_t, std::uint32_t> switch_uploads;  // as the aggregator of in-switch groups
-  SimTime switch_up_free;                                       // when this rank's uplink to the switch is free
-  std::unordered_map<std::uint32_t, SimTime> switch_down_free;  // as the aggregator: each member's downlink
+  SimTime switch_up_free;    // when this rank's uplink to the scale-up switch is free
+  SimTime switch_down_free;  // when the switch's downlink to this rank is free
   bool settle_pending = false;
   // accounting
   SimTime last;
@@ -265,7 +266,7 @@ class SystemModel {
           } else if constexpr (std::is_same_v<T, SwitchUpload>) {
             on_switch_upload(engine, lp, rank, payload.tag);
           } else if constexpr (std::is_same_v<T, SwitchDown>) {
-            on_arrival(engine, lp, rank, payload.tag);
+            on_switch_down(engine, lp, rank, payload);
           } else if constexpr (std::is_same_v<T, CollectiveLaunched>) {
             start_collective(engine, lp, rank, payload.op, payload.issued_at);
           }
@@ -766,10 +767,33 @@ class SystemModel {
     rank.switch_uploads.erase(tag);
     const std::uint64_t bytes = segment_bytes(info.bytes, chunks_, t.chunk);
     for (const std::uint32_t device : group) {
-      const std::uint32_t member = program.global_rank(device);
-      engine.send(member, switch_leg(engine.now(), bytes, rank.switch_down_free[member]), SwitchDown{tag});
+      // Timed as if the member's downlink were idle; the member queues it behind its earlier
+      // downloads (from any group) when it arrives.
+      SimTime idle;
+      engine.send(program.global_rank(device), switch_leg(engine.now(), bytes, idle), SwitchDown{tag, false});
     }
     (void)lp;
+  }
+
+  // A download from the switch reached this member as if its downlink had been idle: queue it
+  // behind the member's earlier downloads (the link carries one at a time), then deliver.
+  void on_switch_down(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const SwitchDown& down) {
+    if (!down.queued) {
+      const CollectiveTag t = decode(down.tag);
+      const ProgramModel& program = *programs_[rank.program];
+      const CollectiveInfo& info = program.collective(program.graph().collectives()[t.ordinal]);
+      const double bandwidth = scenario_.system.scale_up.bandwidth_gbps * 1e9;
+      const SimTime occupancy =
+          SimTime::from_seconds(static_cast<double>(segment_bytes(info.bytes, chunks_, t.chunk)) / bandwidth);
+      const SimTime half_latency = SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9);
+      const SimTime done = std::max(engine.now() - half_latency, rank.switch_down_free + occupancy);
+      rank.switch_down_free = done;
+      if (done + half_latency > engine.now()) {
+        engine.send(lp, done + half_latency - engine.now(), SwitchDown{down.tag, true});
+        return;
+      }
+    }
+    on_arrival(engine, lp, rank, down.tag);
   }
 
   // --- point-to-point ---------------------------------------------------------------------------

@@ -473,9 +473,10 @@ Result<std::uint32_t> device_group_size(const Program& program, const Op& op) {
     for (const std::int64_t id : program.ints(c.groups).subspan(0, c.group_size)) {
       size += id == -1 ? 0 : 1;
     }
-    if (mode == GroupMode::kCrossReplicaAndPartition) {
-      size *= program.num_partitions();
-    }
+  }
+  if (mode == GroupMode::kCrossReplicaAndPartition && c.groups_form != ReplicaGroupsForm::kAbsent &&
+      (c.groups_form == ReplicaGroupsForm::kMeshAxes || (c.group_count != 0 && c.group_size != 0))) {
+    size *= program.num_partitions();  // each listed replica brings all its partitions, as resolve_device_groups does
   }
   return static_cast<std::uint32_t>(size);
 }

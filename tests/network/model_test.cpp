@@ -36,9 +36,9 @@ TEST(Analytical, StarMatchesHandComputation) {
   EXPECT_EQ(model.transfer_time(0, 1, Bytes{0}), SimTime::from_ns(1'000));
 }
 
-TEST(Analytical, ASourcesTransfersQueueOnItsLinkAndPath) {
+TEST(Analytical, ASourcesTransfersQueueOnTheLinksTheyShare) {
   // kStar: device -(100 GB/s)- NIC -(50 GB/s, 500 ns)- switch -(50 GB/s, 500 ns)- NIC -(100 GB/s)- device.
-  // 1 MB occupies the injection link for 1e6 / 100e9 = 10 us and a path for 1e6 / 50e9 = 20 us.
+  // 1 MB occupies a 100 GB/s link for 10 us and a 50 GB/s link for 20 us.
   const Topology topology = topology_from(kStar);
   const Routing routing(topology, config::RoutingAlgorithm::kMinimal);
   AnalyticalModel model(routing);
@@ -48,11 +48,11 @@ TEST(Analytical, ASourcesTransfersQueueOnItsLinkAndPath) {
   };
   // Alone: the closed form.
   EXPECT_EQ(model.delivery(SimTime::zero(), request(1, 0, 2)), SimTime::from_ns(21'000));
-  // Same pair at the same time: waits until the first has left the path (20 us).
+  // Same route at the same time: starts when its links are free, at 20 us.
   EXPECT_EQ(model.delivery(SimTime::zero(), request(2, 0, 2)), SimTime::from_ns(41'000));
-  // Another destination: waits only for the injection link, but in order (first in, first out):
-  // the second transfer went through it from 20 to 30 us, so this one starts at 30 us.
-  EXPECT_EQ(model.delivery(SimTime::zero(), request(3, 0, 1)), SimTime::from_ns(51'000));
+  // Another destination shares the source's two links (the second busy until 40 us): first in,
+  // first out, so it starts at 40 us.
+  EXPECT_EQ(model.delivery(SimTime::zero(), request(3, 0, 1)), SimTime::from_ns(61'000));
   // Another source: no contention between sources.
   EXPECT_EQ(model.delivery(SimTime::zero(), request(4, 1, 2)), SimTime::from_ns(21'000));
   // Once the links are free again, the closed form.
@@ -64,14 +64,33 @@ TEST(Analytical, ASourcesTransfersQueueOnItsLinkAndPath) {
   driven.start(SimTime::zero(), request(2, 0, 2));
   driven.start(SimTime::zero(), request(3, 0, 1));
   std::vector<Delivery> delivered;
-  driven.advance(SimTime::from_ns(60'000), delivered);
+  driven.advance(SimTime::from_ns(70'000), delivered);
   EXPECT_EQ(delivered, (std::vector<Delivery>{{1, SimTime::from_ns(21'000)},
                                               {2, SimTime::from_ns(41'000)},
-                                              {3, SimTime::from_ns(51'000)}}));
-  // Different destinations entering with the link idle: only the link's 10 us apart.
+                                              {3, SimTime::from_ns(61'000)}}));
+  // Two destinations at once: the slowest link they share is the source's own 50 GB/s link into
+  // the switch, not its first link, so the second waits 20 us, not 10.
   AnalyticalModel fan(routing);
   EXPECT_EQ(fan.delivery(SimTime::zero(), request(1, 0, 1)), SimTime::from_ns(21'000));
-  EXPECT_EQ(fan.delivery(SimTime::zero(), request(2, 0, 2)), SimTime::from_ns(31'000));
+  EXPECT_EQ(fan.delivery(SimTime::zero(), request(2, 0, 2)), SimTime::from_ns(41'000));
+}
+
+TEST(Analytical, ASourceWithManyDestinationsStaysLinearAndExact) {
+  // A direct all-to-all from one source on a 2,048-node star: every transfer shares the source's
+  // two links, so the k-th (from 0) is delivered at (k + 1) x 20 us + 1 us, and the state the
+  // model keeps is pruned as it goes (amortised O(1) per transfer; this took quadratic time).
+  const Topology topology = topology_from(
+      "system: {devices_per_node: 1}\n"
+      "network: {topology: {kind: switch, nodes: 2048, link_GBps: 50, latency_ns: 500}, nic: {bandwidth_GBps: 100}}\n");
+  const Routing routing(topology, config::RoutingAlgorithm::kMinimal);
+  AnalyticalModel model(routing);
+  for (std::uint32_t round = 0; round < 3; ++round) {
+    const SimTime entry = SimTime::from_ns(round * 100'000'000ULL);
+    for (EndpointId d = 1; d < 2048; ++d) {
+      const SimTime expected = entry + SimTime::from_ns(20'000ULL * d + 1'000);
+      ASSERT_EQ(model.delivery(entry, TransferRequest{d, 0, d, Bytes{1'000'000}, 0}), expected) << d;
+    }
+  }
 }
 
 TEST(Analytical, AstraSimRingAndSwitchMatchHandComputation) {

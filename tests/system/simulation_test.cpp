@@ -278,17 +278,28 @@ TEST(Simulation, IndependentComputeOverlapsTheCollective) {
 }
 
 TEST(Simulation, IdenticalForOneTwoAndFourProcesses) {
+  // Also with in-switch reductions, whose legs queue on per-member link state.
+  const std::vector<std::string> in_switch = {"system.scale_up.in_switch_reduction=true",
+                                              "system.collectives.all_reduce=in_switch", "system.comm_streams=2"};
   for (const char* model : {"analytical", "flow"}) {
-    const Outcome one = run(kOverlap, scenario_text(model), 1, {"workload.steps=3", "system.chunks=4"});
-    ASSERT_EQ(one.error, "");
-    for (const std::uint32_t processes : {2U, 4U}) {
-      for (const char* partition : {"auto", "round-robin"}) {
-        const Outcome many = run(kOverlap, scenario_text(model), processes,
-                                 {"workload.steps=3", "system.chunks=4", std::string("simulation.partition=") + partition});
-        ASSERT_EQ(many.error, "");
-        EXPECT_EQ(many.summary.step_end_s, one.summary.step_end_s) << model << " " << processes << " " << partition;
-        EXPECT_EQ(many.summary.transfers, one.summary.transfers);
-        EXPECT_EQ(many.summary.engine.processes.size(), processes);
+    for (const bool with_switch : {false, true}) {
+      std::vector<std::string> overrides = {"workload.steps=3", "system.chunks=4"};
+      if (with_switch) {
+        overrides.insert(overrides.end(), in_switch.begin(), in_switch.end());
+      }
+      const Outcome one = run(kOverlap, scenario_text(model), 1, overrides);
+      ASSERT_EQ(one.error, "");
+      for (const std::uint32_t processes : {2U, 4U}) {
+        for (const char* partition : {"auto", "round-robin"}) {
+          std::vector<std::string> with_partition = overrides;
+          with_partition.push_back(std::string("simulation.partition=") + partition);
+          const Outcome many = run(kOverlap, scenario_text(model), processes, with_partition);
+          ASSERT_EQ(many.error, "");
+          EXPECT_EQ(many.summary.step_end_s, one.summary.step_end_s)
+              << model << " " << processes << " " << partition << (with_switch ? " in_switch" : "");
+          EXPECT_EQ(many.summary.transfers, one.summary.transfers);
+          EXPECT_EQ(many.summary.engine.processes.size(), processes);
+        }
       }
     }
   }
