@@ -57,6 +57,11 @@ struct CollectiveChoice {
     v("all_to_all", all_to_all, "Algorithm for all-to-all: auto or direct, its only decomposition (another is an error).");
     v("collective_broadcast", collective_broadcast, "Algorithm for broadcast.");
   }
+  void validate(Problems& problems) const {
+    if (all_to_all != CollectiveAlgorithm::kAuto && all_to_all != CollectiveAlgorithm::kDirect) {
+      problems.add("all_to_all", "an all-to-all is decomposed only as direct sends: use auto or direct");
+    }
+  }
 };
 
 struct StragglerConfig {

@@ -747,10 +747,16 @@ class SystemModel {
   // concurrent collectives queue on it rather than each taking the full bandwidth), then half the
   // scale-up latency. Returns the delay from `now` to arrival.
   [[nodiscard]] SimTime switch_leg(SimTime now, std::uint64_t bytes, SimTime& link_free) const {
-    const double bandwidth = scenario_.system.scale_up.bandwidth_gbps * 1e9;
     const SimTime start = std::max(now + injection_, link_free);
-    link_free = start + SimTime::from_seconds(static_cast<double>(bytes) / bandwidth);
-    return link_free + SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9) - now;
+    link_free = start + switch_occupancy(bytes);
+    return link_free + switch_half_latency() - now;
+  }
+  // What one leg of `bytes` holds a scale-up link for, and the latency from a device to the switch.
+  [[nodiscard]] SimTime switch_occupancy(std::uint64_t bytes) const {
+    return SimTime::from_seconds(static_cast<double>(bytes) / (scenario_.system.scale_up.bandwidth_gbps * 1e9));
+  }
+  [[nodiscard]] SimTime switch_half_latency() const {
+    return SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9);
   }
 
   void on_switch_upload(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
@@ -782,10 +788,8 @@ class SystemModel {
       const CollectiveTag t = decode(down.tag);
       const ProgramModel& program = *programs_[rank.program];
       const CollectiveInfo& info = program.collective(program.graph().collectives()[t.ordinal]);
-      const double bandwidth = scenario_.system.scale_up.bandwidth_gbps * 1e9;
-      const SimTime occupancy =
-          SimTime::from_seconds(static_cast<double>(segment_bytes(info.bytes, chunks_, t.chunk)) / bandwidth);
-      const SimTime half_latency = SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9);
+      const SimTime occupancy = switch_occupancy(segment_bytes(info.bytes, chunks_, t.chunk));
+      const SimTime half_latency = switch_half_latency();
       const SimTime done = std::max(engine.now() - half_latency, rank.switch_down_free + occupancy);
       rank.switch_down_free = done;
       if (done + half_latency > engine.now()) {

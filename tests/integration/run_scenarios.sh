@@ -101,6 +101,9 @@ expect vary_unbalanced 2 "--vary hardware={H100: unbalanced brackets" -- "$orrer
 /usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["network.topology"] for x in r] == ["{kind: switch, nodes: 1}", "{kind: none}"] and all(x["error"] == "" for x in r), r' "$work/mappings.csv" &&
   echo "ok   vary_mapping_values" || fail "vary_mapping_values: a mapping value was split at its commas"
 expect directory_scenario 2 "cannot read '$work': it is a directory" -- "$orrery" run "$work"
+expect all_to_all_forced 2 "system.collectives.all_to_all: an all-to-all is decomposed only as direct sends" -- "$orrery" run "$scenario" --set system.collectives.all_to_all=ring
+printf 'system:\n  collectives: {all_to_all: tree}\n' > "$work/a2a.yaml"
+expect all_to_all_forced_at_its_line 2 "$work/a2a.yaml:2:29: error: system.collectives.all_to_all" -- "$orrery" run "$work/a2a.yaml"
 expect chunks_bound 2 "system.chunks: 300 is out of range (must be 1 to 256)" -- "$orrery" run "$scenario" --set system.chunks=300
 
 # A file named in a scenario that cannot be read is reported at the line that names it, with how a
