@@ -14,6 +14,7 @@
 #include "cli/scenario_runner.h"
 #include "cli/summary_output.h"
 #include "compute/hardware.h"
+#include "config/loader.h"
 #include "config/scenario.h"
 #include "pdes/mpi_communicator.h"
 
@@ -44,10 +45,17 @@ Axis parse_vary(const std::string& text) {
     axis.values.push_back(value);
     value.clear();
   };
+  char previous = ',';  // the last character that is not a space, in this value or before it
   for (const char c : rest) {
+    // A quote opens a quoted scalar only where YAML would: at the start of a value or after a flow
+    // indicator ("don't" is a plain scalar with an apostrophe in it).
+    const bool opens_scalar = previous == ',' || previous == '[' || previous == '{' || previous == ':';
+    if (c != ' ') {
+      previous = c;
+    }
     if (quote != 0) {
       quote = c == quote ? 0 : quote;
-    } else if (c == '\'' || c == '"') {
+    } else if ((c == '\'' || c == '"') && opens_scalar) {
       quote = c;
     } else if (c == '{' || c == '[' || c == '(') {
       ++depth;
@@ -65,6 +73,48 @@ Axis parse_vary(const std::string& text) {
   }
   finish();
   return axis;
+}
+
+// True when the key path `outer` is `inner` or contains it.
+bool contains_path(const std::vector<std::string>& outer, const std::vector<std::string>& inner) {
+  return outer.size() <= inner.size() && std::equal(outer.begin(), outer.end(), inner.begin());
+}
+
+// Overrides apply in order: the --set ones, then each point's --vary values. A --vary key that
+// repeats or contains another --vary key, or repeats or contains a --set key, would replace that
+// value at some points and not others, or discard it: an error, not a silent choice.
+void check_vary_keys(const std::vector<Axis>& axes, const std::vector<std::string>& overrides) {
+  std::vector<std::vector<std::string>> vary_paths;
+  for (const Axis& axis : axes) {
+    vary_paths.push_back(config::override_path(axis.key + "=" + axis.values.front()));
+    for (std::size_t a = 0; a + 1 < vary_paths.size(); ++a) {
+      const auto& earlier = vary_paths[a];
+      const auto& later = vary_paths.back();
+      if (earlier == later) {
+        const std::string spelled = axes[a].key == axis.key ? "" : fmt::format(" (as {} and {})", axes[a].key, axis.key);
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("--vary {}: the key is given to two --vary options{}; list all its values in one",
+                                      axis.key, spelled));
+      }
+      if (contains_path(earlier, later) || contains_path(later, earlier)) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("--vary {} and --vary {}: one key is inside the other, so one would replace "
+                                      "the other's values; vary one of them",
+                                      axes[a].key, axis.key));
+      }
+    }
+  }
+  for (const std::string& assignment : overrides) {
+    const auto set_path = config::override_path(assignment);
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      if (contains_path(vary_paths[a], set_path)) {
+        throw OrreryError(ErrorCode::kConfig,
+                          fmt::format("--set {} and --vary {}: the --vary values replace what --set gives at every "
+                                      "point; drop one of them",
+                                      assignment, axes[a].key));
+      }
+    }
+  }
 }
 
 std::string csv_field(const std::string& text) {
@@ -105,16 +155,9 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
         }
         for (const std::string& vary : arguments->vary) {
           axes.push_back(parse_vary(vary));
-          for (std::size_t a = 0; a + 1 < axes.size(); ++a) {
-            if (axes[a].key == axes.back().key) {
-              throw OrreryError(ErrorCode::kConfig,
-                                fmt::format("--vary {}: the key is given to two --vary options; list all its values "
-                                            "in one",
-                                            axes.back().key));
-            }
-          }
           points *= axes.back().values.size();
         }
+        check_vary_keys(axes, arguments->overrides);
         // Every point's scenario must load: report bad values before running anything.
         for (std::size_t point = 0; point < points; ++point) {
           std::vector<std::string> overrides = arguments->overrides;

@@ -27,7 +27,8 @@ void set_path(YAML::Node node, const std::vector<std::string>& path, std::size_t
   const std::string& component = path[at];
   const bool last = at + 1 == path.size();
   if (node.IsSequence()) {
-    if (!is_index(component) || std::stoul(component) >= node.size()) {
+    // Indices come without leading zeros (override_path); longer than 9 digits is past any list.
+    if (!is_index(component) || component.size() > 9 || std::stoul(component) >= node.size()) {
       throw OrreryError(ErrorCode::kConfig,
                         fmt::format("--set {}: '{}' is not an index of a list with {} entries",
                                     assignment, component, node.size()));
@@ -57,32 +58,41 @@ void set_path(YAML::Node node, const std::vector<std::string>& path, std::size_t
 
 }  // namespace
 
+std::vector<std::string> override_path(const std::string& assignment) {
+  const auto equals = assignment.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw OrreryError(ErrorCode::kConfig, fmt::format("--set {}: expected key.path=value", assignment));
+  }
+  const std::string key = assignment.substr(0, equals);
+  std::vector<std::string> path;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    std::string component = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (component.empty()) {
+      throw OrreryError(ErrorCode::kConfig, fmt::format("--set {}: empty key component", assignment));
+    }
+    if (is_index(component)) {  // "01" and "1" name one entry
+      const auto nonzero = component.find_first_not_of('0');
+      component = nonzero == std::string::npos ? "0" : component.substr(nonzero);
+    }
+    path.push_back(std::move(component));
+    if (dot == std::string::npos) {
+      return path;
+    }
+    start = dot + 1;
+  }
+}
+
 std::map<std::string, std::string> apply_overrides(YAML::Node& root,
                                                    const std::vector<std::string>& assignments) {
   std::map<std::string, std::string> applied;
   for (const std::string& assignment : assignments) {
-    const auto equals = assignment.find('=');
-    if (equals == std::string::npos || equals == 0) {
-      throw OrreryError(ErrorCode::kConfig,
-                        fmt::format("--set {}: expected key.path=value", assignment));
-    }
-    const std::string key = assignment.substr(0, equals);
-    const std::string value_text = assignment.substr(equals + 1);
-    std::vector<std::string> path;
+    const std::vector<std::string> path = override_path(assignment);
+    const std::string value_text = assignment.substr(assignment.find('=') + 1);
     std::string normalised;
-    std::size_t start = 0;
-    while (start <= key.size()) {
-      const auto dot = key.find('.', start);
-      const std::string component = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-      if (component.empty()) {
-        throw OrreryError(ErrorCode::kConfig, fmt::format("--set {}: empty key component", assignment));
-      }
-      path.push_back(component);
+    for (const std::string& component : path) {
       normalised += is_index(component) ? "[" + component + "]" : (normalised.empty() ? "" : ".") + component;
-      if (dot == std::string::npos) {
-        break;
-      }
-      start = dot + 1;
     }
     YAML::Node value;
     try {

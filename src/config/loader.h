@@ -16,6 +16,10 @@ namespace orrery::config {
 std::map<std::string, std::string> apply_overrides(YAML::Node& root,
                                                    const std::vector<std::string>& assignments);
 
+// The key path of a "dotted.key=value" assignment, one component per entry (list indices without
+// leading zeros). Throws OrreryError(kConfig) for a malformed assignment.
+std::vector<std::string> override_path(const std::string& assignment);
+
 // Parses text as YAML; a syntax error becomes an OrreryError with file:line:col and the line.
 YAML::Node parse_yaml(const std::string& text, const std::string& file);
 

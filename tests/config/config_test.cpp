@@ -180,6 +180,22 @@ TEST(Overrides, ErrorsNameTheOverride) {
                 .find("'3' is not an index of a list with 1 entries"),
             std::string::npos);
   EXPECT_NE(error_of("", {"network.topology={kind: [}"}).find("the value is not valid YAML"), std::string::npos);
+  // An index past any list is an error, not an exception from the number conversion.
+  EXPECT_NE(error_of("workload: {programs: [{file: a}]}", {"workload.programs.99999999999999999999999.file=x"})
+                .find("'99999999999999999999999' is not an index of a list with 1 entries"),
+            std::string::npos);
+}
+
+TEST(Overrides, KeyPathsNameListEntriesOneWay) {
+  EXPECT_EQ(override_path("workload.programs.007.ranks=0-3"),
+            (std::vector<std::string>{"workload", "programs", "7", "ranks"}));
+  EXPECT_EQ(override_path("a.00=1"), (std::vector<std::string>{"a", "0"}));
+  EXPECT_EQ(override_path("hardware=x=y"), (std::vector<std::string>{"hardware"}));
+  const Scenario scenario = load_scenario_text("workload:\n  programs: [{file: a.mlir}, {file: b.mlir}]\n", "s.yaml",
+                                               {"workload.programs.01.ranks=4-7"});
+  EXPECT_EQ(scenario.workload.programs[1].ranks, "4-7");
+  EXPECT_THROW((void)override_path("=1"), OrreryError);
+  EXPECT_THROW((void)override_path("a..b=1"), OrreryError);
 }
 
 TEST(Scenario, RelativePathsResolveAgainstTheScenarioDirectory) {

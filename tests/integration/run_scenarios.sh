@@ -94,6 +94,14 @@ expect stopped_inside_a_step 0 "top compute ops (per rank per completed step, wi
 expect print_scenario 0 "hardware: A100_40GB" -- "$orrery" run "$scenario" --print-scenario
 expect bad_vary 2 "--vary hardware: expected key=value1,value2" -- "$orrery" sweep "$scenario" --vary hardware --out "$work/x.csv"
 expect vary_twice 2 "--vary hardware: the key is given to two --vary options" -- "$orrery" sweep "$scenario" --vary hardware=H100 --vary hardware=B200 --out "$work/x.csv"
+expect vary_twice_spelled_apart 2 "--vary workload.programs.0.replicas: the key is given to two --vary options (as workload.programs.00.replicas and workload.programs.0.replicas)" -- "$orrery" sweep "$scenario" --vary workload.programs.00.replicas=4 --vary workload.programs.0.replicas=8 --out "$work/x.csv"
+expect vary_nested 2 "--vary network.topology and --vary network.topology.nodes: one key is inside the other" -- "$orrery" sweep "$scenario" --vary 'network.topology={kind: switch}' --vary network.topology.nodes=1,2 --out "$work/x.csv"
+expect vary_replaces_set 2 "--set system.chunks=2 and --vary system: the --vary values replace what --set gives" -- "$orrery" sweep "$scenario" --set system.chunks=2 --vary 'system={chunks: 4}' --out "$work/x.csv"
+expect vary_inside_set 0 "sweep: 2 points written" -- "$orrery" sweep "$scenario" --set 'network.topology={kind: switch, nodes: 4}' --vary network.topology.nodes=1,4 --out "$work/x.csv"
+# An apostrophe inside a value is not a quote; a quoted scalar keeps its commas.
+"$orrery" --log-level error sweep "$scenario" --vary "output.summary_json=don't.json,'a,b.json'" --out "$work/quotes.csv" > /dev/null
+/usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["output.summary_json"] for x in r] == ["don'"'"'t.json", "'"'"'a,b.json'"'"'"], r' "$work/quotes.csv" &&
+  echo "ok   vary_quotes" || fail "vary_quotes: an apostrophe or a quoted comma was misread"
 expect vary_unbalanced 2 "--vary hardware={H100: unbalanced brackets" -- "$orrery" sweep "$scenario" --vary 'hardware={H100' --out "$work/x.csv"
 # Commas inside a YAML mapping do not split a --vary value.
 "$orrery" --log-level error sweep "$scenario" --vary 'network.topology={kind: switch, nodes: 1},{kind: none}' \
