@@ -86,7 +86,7 @@ bool contains_path(const std::vector<std::string>& outer, const std::vector<std:
 void check_vary_keys(const std::vector<Axis>& axes, const std::vector<std::string>& overrides) {
   std::vector<std::vector<std::string>> vary_paths;
   for (const Axis& axis : axes) {
-    vary_paths.push_back(config::override_path(axis.key + "=" + axis.values.front()));
+    vary_paths.push_back(config::override_path("--vary " + axis.key + "=" + axis.values.front()));
     for (std::size_t a = 0; a + 1 < vary_paths.size(); ++a) {
       const auto& earlier = vary_paths[a];
       const auto& later = vary_paths.back();
@@ -164,8 +164,8 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
           std::vector<std::string> point_values;  // this point's --vary values, in axis order
           std::size_t rest = point;
           for (std::size_t a = axes.size(); a-- > 0;) {
-            overrides.push_back(axes[a].key + "=" + axes[a].values[rest % axes[a].values.size()]);
-            point_values.insert(point_values.begin(), overrides.back());
+            point_values.insert(point_values.begin(), axes[a].key + "=" + axes[a].values[rest % axes[a].values.size()]);
+            overrides.push_back("--vary " + point_values.front());
             rest /= axes[a].values.size();
           }
           try {
@@ -191,7 +191,7 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
         std::size_t rest = point;
         for (std::size_t a = axes.size(); a-- > 0;) {
           values[a] = axes[a].values[rest % axes[a].values.size()];
-          overrides.push_back(axes[a].key + "=" + values[a]);
+          overrides.push_back("--vary " + axes[a].key + "=" + values[a]);
           rest /= axes[a].values.size();
         }
         std::string line = std::to_string(point);

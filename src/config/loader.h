@@ -11,7 +11,8 @@
 namespace orrery::config {
 
 // Applies "dotted.key=value" assignments to `root` (value parsed as YAML; numeric components
-// index lists). Returns the normalised key path -> assignment map the reader uses to attribute
+// index lists). Messages name an assignment "--set dotted.key=value"; one given as
+// "--vary dotted.key=value" (a sweep point's value) is named so instead. Returns the normalised key path -> assignment map the reader uses to attribute
 // errors to the override. Throws OrreryError(kConfig) for malformed assignments.
 std::map<std::string, std::string> apply_overrides(YAML::Node& root,
                                                    const std::vector<std::string>& assignments);

@@ -39,7 +39,7 @@ Error attributed_to(const FilePath& file, Error error) {
       !std::filesystem::path(file.as_written).is_absolute() && file.as_written != file.path) {
     error.notes.push_back(fmt::format("'{}' is relative, so it was resolved to '{}' ({})", file.as_written, file.path,
                                       file.where && file.where->line == 0
-                                          ? "against the working directory, as every --set path is"
+                                          ? "against the working directory, as every path given on the command line is"
                                           : "against the directory of the scenario file"));
   }
   return error;

@@ -26,7 +26,7 @@ const std::string* YamlReader::override_for(const std::string& path) const {
 
 SourceLocation YamlReader::location_of(const YAML::Node& node, const std::string& path) const {
   if (const std::string* assignment = override_for(path)) {
-    return SourceLocation{fmt::format("--set {}", *assignment), 0, 0, {}};
+    return SourceLocation{*assignment, 0, 0, {}};
   }
   if (node && node.Mark().line >= 0 && !node.Mark().is_null()) {
     const auto line = static_cast<std::uint32_t>(node.Mark().line);

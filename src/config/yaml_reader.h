@@ -20,7 +20,7 @@
 namespace orrery::config {
 
 // Where values came from: the scenario file (its name, text and directory) and the --set
-// overrides (key path -> the assignment as typed), whose values are reported as "--set ...".
+// overrides (key path -> the assignment as messages name it: "--set key=value").
 struct YamlSource {
   std::string file;
   std::string text;

@@ -102,6 +102,7 @@ expect vary_inside_set 0 "sweep: 2 points written" -- "$orrery" sweep "$scenario
 "$orrery" --log-level error sweep "$scenario" --vary "output.summary_json=don't.json,'a,b.json'" --out "$work/quotes.csv" > /dev/null
 /usr/bin/python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); assert [x["output.summary_json"] for x in r] == ["don'"'"'t.json", "'"'"'a,b.json'"'"'"], r' "$work/quotes.csv" &&
   echo "ok   vary_quotes" || fail "vary_quotes: an apostrophe or a quoted comma was misread"
+expect vary_value_named_as_vary 2 "--vary system.chunks=999: error: sweep point 1 (system.chunks=999): system.chunks: 999 is out of range" -- "$orrery" sweep "$scenario" --vary system.chunks=2,999 --out "$work/x.csv"
 expect vary_unbalanced 2 "--vary hardware={H100: unbalanced brackets" -- "$orrery" sweep "$scenario" --vary 'hardware={H100' --out "$work/x.csv"
 # Commas inside a YAML mapping do not split a --vary value.
 "$orrery" --log-level error sweep "$scenario" --vary 'network.topology={kind: switch, nodes: 1},{kind: none}' \
