@@ -22,10 +22,12 @@
 // LP ids and event counts depend on the number of replicas.
 #pragma once
 
+#include <fmt/format.h>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -81,6 +83,28 @@ class EngineNetwork {
   }
 
   [[nodiscard]] NetworkModel& model() { return *model_; }
+
+  // For a run that ended because no events were left (no end time): a transfer still in the
+  // model is one whose finish the model put past the engine's 2^64 ps, where no event can wake
+  // it. Throws the time-overflow error naming it, rather than letting the run look stuck or end
+  // with transfers silently undelivered. Every replica holds the same model, so every process
+  // throws alike.
+  void check_drained() const {
+    if (model_->in_flight() == 0) {
+      return;
+    }
+    const std::string unfinishable = model_->describe_unfinishable();
+    if (unfinishable.empty()) {
+      throw OrreryError(ErrorCode::kInternal,
+                        fmt::format("the {} network model holds {} transfers but no event to deliver them",
+                                    model_->name(), model_->in_flight()));
+    }
+    throw OrreryError(ErrorCode::kModel,
+                      fmt::format("simulated time overflow: no events are left but {} transfers are still in the "
+                                  "network; {}, beyond the 2^64 ps (213 days) the engine represents; a size or "
+                                  "bandwidth in the scenario is out of range",
+                                  model_->in_flight(), unfinishable));
+  }
   [[nodiscard]] bool replicated() const { return !model_->contention_free(); }
 
   // The channels this network uses under `partition`: endpoint LPs to endpoint LPs (analytical)

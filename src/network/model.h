@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,6 +60,10 @@ class NetworkModel {
   virtual void advance(SimTime time, std::vector<Delivery>& delivered) = 0;
   // Transfers started and not yet delivered.
   [[nodiscard]] virtual std::size_t in_flight() const = 0;
+  // A transfer in flight whose finish lies beyond SimTime::max() at its current rate (the model
+  // saturated it, so no event will deliver it): a description of the one with the lowest id, or
+  // empty when there is none.
+  [[nodiscard]] virtual std::string describe_unfinishable() const { return {}; }
   // Bytes of the transfers still in flight that have left their source by `at` (not earlier than
   // the last time given): their fluid progress, also added to `link_bytes` (indexed by link, when
   // given) for every link of each transfer's path. 0 for models that do not track progress.

@@ -368,6 +368,9 @@ TrafficResult run_traffic(pdes::Communicator& communicator, const config::Scenar
     }
   }
   result.stats = engine.run(traffic);
+  if (!options.load) {  // a run to completion: every transfer delivered, or the overflow named
+    pdes::run_collectively(communicator, [&] { network.check_drained(); });
+  }
   if (options.load && communicator.rank() == 0) {
     // Every replica holds the same model: one process counts the in-flight progress, on the
     // links too, so a saturated link's utilisation includes the messages still crossing it.

@@ -1224,8 +1224,10 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     }
   }
 
-  // A rank that never finished, with events exhausted and no end time: a deadlock.
+  // A rank that never finished, with events exhausted and no end time: a deadlock, unless the
+  // network holds a transfer that no event can deliver (its finish is past the engine's range).
   if (!scenario.simulation.end_time_s) {
+    pdes::run_collectively(communicator, [&] { network.check_drained(); });
     pdes::run_collectively(communicator, [&] {
       if (blocked.empty() || communicator.rank() != 0) {
         return;
@@ -1269,22 +1271,27 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     summary.step_time_s = summary.steady_step_s;
     const std::uint32_t first_measured = completed > 1 ? 1 : 0;
     const double measured = completed - first_measured;
+    // The measured span: from the end of the first step (or 0) to the end of the last.
+    const double span = summary.step_end_s[completed - 1] -
+                        (first_measured == 0 ? 0.0 : summary.step_end_s[first_measured - 1]);
     std::vector<double> compute, comm, exposed, idle;
     for (const auto& rank_records : records) {
-      double c = 0, m = 0, e = 0, i = 0;
+      double c = 0, m = 0, e = 0;
       for (std::uint32_t k = first_measured; k < completed; ++k) {
-        const double step = summary.step_end_s[k] - (k == 0 ? 0.0 : summary.step_end_s[k - 1]);
-        const double busy = SimTime::from_ps(rank_records[k].compute_ps).seconds();
-        const double hidden = SimTime::from_ps(rank_records[k].exposed_ps).seconds();
-        c += busy;
+        c += SimTime::from_ps(rank_records[k].compute_ps).seconds();
         m += SimTime::from_ps(rank_records[k].comm_ps).seconds();
-        e += hidden;
-        i += std::max(0.0, step - busy - hidden);
+        e += SimTime::from_ps(rank_records[k].exposed_ps).seconds();
       }
       compute.push_back(c / measured);
       comm.push_back(m / measured);
       exposed.push_back(e / measured);
-      idle.push_back(i / measured);
+      // Idle over the whole span, not step by step: a rank's steps are its own (a rank that ends
+      // a step early starts the next early), so one of its steps can hold more work than the
+      // slowest rank's step of the same number, and clipping each step at 0 would count that
+      // surplus twice. Over the span, compute + exposed + idle is the step time unless the rank's
+      // span itself is longer (it ended step 1 earlier than the slowest rank by more than it ends
+      // the last one earlier).
+      idle.push_back(std::max(0.0, span - c - e) / measured);
     }
     summary.compute_s = spread_of(compute);
     summary.comm_s = spread_of(comm);

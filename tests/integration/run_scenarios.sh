@@ -78,6 +78,8 @@ expect rescaled_wrong_ranks 2 "is rescaled to 6 replicas but is given 4 ranks" -
 expect mpi_bad_key 2 "unknown key" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set system.bogus=1
 expect time_overflow 1 "simulated time overflow" -- "$orrery" run "$scenario" --set system.collective_launch_ns=1e30
 expect time_overflow_np2 1 "simulated time overflow" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set system.jitter_cv=1e300
+# A flow-model transfer whose finish lies past the engine's range is the overflow, not a deadlock.
+expect flow_time_overflow_np2 1 "simulated time overflow: no events are left but 16 transfers are still in the network" -- "$mpirun" -np 2 "$orrery" run "$scenario" --set 'network.topology.spec.bandwidth=[1e-11]'
 expect scale_up_ignored 0 "system.scale_up.bandwidth_GBps and latency_ns do not apply" -- "$orrery" run "$scenario" --set system.scale_up.bandwidth_GBps=1
 expect replicas_range 2 "replicas: 4000000000 is out of range (must be 0 to 67108864)" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=4000000000
 expect system_too_small 2 "the system has 4 devices (1 nodes x 4 devices) but the workload needs 1000000 ranks" -- "$orrery" run "$scenario" --set workload.programs.0.replicas=1000000

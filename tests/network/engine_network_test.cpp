@@ -101,6 +101,30 @@ TEST(Traffic, ASaturatedLinkIsFullyUtilisedUnderOfferedLoad) {
   expect_same(result, run_on(2, scenario_from(base), options));
 }
 
+TEST(Traffic, ATransferPastTheTimeRangeIsAnErrorOnEveryProcessCount) {
+  // 1e18 B at 10 GB/s is 1e8 s, past the engine's 2^64 ps: the flow model cannot schedule its
+  // finish. Both models must report the overflow, not end with it silently undelivered.
+  const std::string base =
+      "system: {devices_per_node: 1}\nnetwork: {topology: {kind: switch, nodes: 4, link_GBps: 10}}\n";
+  TrafficOptions options;
+  options.pattern = TrafficPattern::kRing;
+  options.bytes = 1'000'000'000'000'000'000;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const pdes::ProcessId processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      try {
+        (void)run_on(processes, scenario_from(base, {std::string("network.model=") + model}), options);
+        ADD_FAILURE() << "no error";
+      } catch (const OrreryError& error) {
+        EXPECT_EQ(error.error().code, ErrorCode::kModel);
+        EXPECT_NE(std::string(error.what()).find("simulated time overflow"), std::string::npos) << error.what();
+      }
+    }
+  }
+  options.bytes = 100'000'000'000'000'000;  // 1e7 s: in range
+  EXPECT_NEAR(*run_on(2, scenario_from(base, {"network.model=flow"}), options).completion_time_s, 1e7, 1.0);
+}
+
 TEST(Partitioner, KeepsDragonflyGroupsWhole) {
   const config::Scenario scenario =
       scenario_from("system: {devices_per_node: 1}\nnetwork: {topology: {kind: dragonfly, p: 2, a: 4, h: 2, g: 9}}\n");

@@ -326,6 +326,27 @@ TEST(FlowModel, DumbbellFinishTimes) {
   EXPECT_EQ(staggered.in_flight(), 0U);
 }
 
+TEST(FlowModel, AFinishPastTheTimeRangeIsNamedNotDropped) {
+  // 1e18 B over a 50 GB/s link: 2e7 s, past the 2^64 ps (1.8e7 s) SimTime holds. The model has no
+  // event for it; it must say so, so that the caller can report it instead of losing the transfer.
+  const Topology topology = topology_from(kStar);
+  const Routing routing(topology, config::RoutingAlgorithm::kMinimal);
+  FlowModel model(routing);
+  model.start(SimTime::zero(), {7, 0, 2, Bytes{1'000'000'000'000'000'000}, 0});
+  model.start(SimTime::zero(), {3, 1, 2, Bytes{1'000'000}, 0});
+  EXPECT_EQ(model.describe_unfinishable(), "");  // not solved yet
+  // Flow 3 finishes (its 1e6 B at 25 GB/s); flow 7 then runs alone and cannot finish in range.
+  EXPECT_EQ(run_to_end(model).size(), 1U);
+  EXPECT_EQ(model.in_flight(), 1U);
+  EXPECT_NE(model.describe_unfinishable().find("transfer 7 of 1000000000000000000 bytes"), std::string::npos)
+      << model.describe_unfinishable();
+  // In range, nothing is left and nothing is described.
+  FlowModel fits(routing);
+  fits.start(SimTime::zero(), {1, 0, 2, Bytes{100'000'000'000'000'000}, 0});  // 2e6 s
+  EXPECT_EQ(run_to_end(fits).size(), 1U);
+  EXPECT_EQ(fits.describe_unfinishable(), "");
+}
+
 TEST(FlowModel, StartAndAdvanceAtTheSameTimeCommute) {
   // A flow finishing at t and a flow starting at t: the same deliveries whether the caller
   // advances to t first or starts first.

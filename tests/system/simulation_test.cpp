@@ -447,6 +447,29 @@ TEST(Simulation, JitterIsSeededAndDeterministic) {
   EXPECT_NE(a.summary.step_time_s, 20e-6 + kRingSeconds);
 }
 
+TEST(Simulation, WithJitterComputeExposedAndIdleBoundTheStep) {
+  // Per rank, idle = steady step - compute - exposed over the measured steps, floored at 0. With
+  // jitter a rank ends each step at its own time and starts the next then, so its measured steps
+  // can hold more work than the measured span by up to its lead over the slowest rank at the end
+  // of step 1 (less than the first step): the three then add up to more than the step, never less.
+  for (const char* seed : {"1", "2", "3", "4", "5"}) {
+    SCOPED_TRACE(std::string("seed ") + seed);
+    const Outcome outcome = run(kAllReduce, scenario_text("analytical"), 1,
+                                {"system.jitter_cv=0.3", "workload.steps=6", std::string("simulation.seed=") + seed});
+    ASSERT_EQ(outcome.error, "");
+    const RunSummary& s = outcome.summary;
+    const double sum = s.compute_s.mean + s.exposed_comm_s.mean + s.idle_s.mean;
+    EXPECT_GE(sum, s.step_time_s * (1 - 1e-12));
+    EXPECT_LE(sum, s.step_time_s + s.first_step_s / 5);
+    EXPECT_GE(s.idle_s.min, 0.0);
+  }
+  // Without jitter every rank's steps are the slowest rank's: the three make the step exactly.
+  const Outcome steady = run(kAllReduce, scenario_text("analytical"), 1, {"workload.steps=6"});
+  ASSERT_EQ(steady.error, "");
+  const RunSummary& s = steady.summary;
+  EXPECT_NEAR(s.compute_s.mean + s.exposed_comm_s.mean + s.idle_s.mean, s.step_time_s, 1e-15);
+}
+
 TEST(Simulation, RanksMustMatchTheProgramsDevices) {
   const Outcome outcome = run(kAllReduce, scenario_text("analytical"), 2, {}, {0, 1});
   EXPECT_NE(outcome.error.find("test.mlir runs on 4 devices (num_replicas 4 x num_partitions 1) but is given 2 ranks (0-1)"),

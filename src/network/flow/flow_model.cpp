@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 
 #include "util/assert.h"
 #include "util/error.h"
@@ -92,6 +93,23 @@ void FlowModel::advance(SimTime time, std::vector<Delivery>& delivered) {
     draining_slot_.erase(draining);
     deliveries_.pop_back();
   }
+}
+
+std::string FlowModel::describe_unfinishable() const {
+  const Flow* first = nullptr;
+  for (const Flow& flow : flows_) {
+    if (flow.active && flow.rated && flow.finish.is_max() && (first == nullptr || flow.id < first->id)) {
+      first = &flow;
+    }
+  }
+  if (first == nullptr) {
+    return {};
+  }
+  return fmt::format("transfer {} of {} bytes has {} bytes left at {:.6g} B/s ({:.6g} s from t={:.9g} s)", first->id,
+                     first->bytes, first->remaining, first->rate,
+                     first->rate > 0 ? static_cast<double>(first->remaining) / first->rate
+                                     : std::numeric_limits<double>::infinity(),
+                     first->updated.seconds());
 }
 
 std::uint64_t FlowModel::bytes_sent_in_flight(SimTime at, std::vector<std::uint64_t>* link_bytes) const {

@@ -58,6 +58,7 @@ class FlowModel final : public NetworkModel {
   void advance(SimTime time, std::vector<Delivery>& delivered) override;
   [[nodiscard]] std::size_t in_flight() const override { return slot_of_.size() + deliveries_.size(); }
   [[nodiscard]] std::uint64_t bytes_sent_in_flight(SimTime at, std::vector<std::uint64_t>* link_bytes) const override;
+  [[nodiscard]] std::string describe_unfinishable() const override;
 
   // The current rate (bytes per second) of a transfer still sending; nullopt otherwise.
   [[nodiscard]] std::optional<double> rate_of(TransferId id);
