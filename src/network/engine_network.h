@@ -38,7 +38,9 @@
 namespace orrery::network {
 
 struct NetworkMessage {
-  enum class Kind : std::uint8_t { kStart, kSettle, kDelivered };
+  // kSent: to the source's LP when the transfer is delivered (layout.notify_source), so that a
+  // sender can finish its send when the data has arrived, not when it handed the data over.
+  enum class Kind : std::uint8_t { kStart, kSettle, kDelivered, kSent };
   Kind kind = Kind::kStart;
   TransferRequest request;
   SimTime sent;           // when the source handed the transfer to the network (before the injection delay)
@@ -64,6 +66,7 @@ struct EngineNetworkLayout {
   std::vector<pdes::LpId> lp_of_endpoint;  // kNoLp for endpoints nobody uses
   pdes::LpId replica_base = 0;             // replica of process p is LP replica_base + p
   SimTime injection_delay;                 // > 0
+  bool notify_source = false;              // replicated models: also tell the source's LP when each transfer is delivered (kSent)
 };
 
 template <class Payload>
@@ -129,8 +132,10 @@ class EngineNetwork {
   }
 
   // From an endpoint LP's handler: the transfer enters the network after the injection delay.
-  // `tag` travels with it to the destination unchanged.
-  void send(pdes::Engine<Payload>& engine, const TransferRequest& request, std::uint64_t tag = 0) {
+  // `tag` travels with it to the destination unchanged. Returns the delivery time when the model
+  // is contention-free (the source knows it at once, so no kSent notice follows); nullopt when the
+  // replicas time it (then a kSent notice follows if layout.notify_source).
+  std::optional<SimTime> send(pdes::Engine<Payload>& engine, const TransferRequest& request, std::uint64_t tag = 0) {
     if (request.destination >= layout_.lp_of_endpoint.size() || layout_.lp_of_endpoint[request.destination] == kNoLp) {
       throw OrreryError(ErrorCode::kModel, fmt::format("network: transfer {} from endpoint {} to endpoint {}, which "
                                                        "no LP serves",
@@ -144,22 +149,26 @@ class EngineNetwork {
       delivered.kind = NetworkMessage::Kind::kDelivered;
       engine.send(layout_.lp_of_endpoint[request.destination], delivery.value() - engine.now(),
                   Traits::wrap(delivered));
-      return;
+      return delivery;
     }
     for (pdes::ProcessId p = 0; p < engine.num_processes(); ++p) {
       engine.send(layout_.replica_base + p, layout_.injection_delay, Traits::wrap(start));
     }
+    return std::nullopt;
   }
 
   // Handles an event carrying a NetworkMessage. Returns the message when it is a delivery to the
-  // event's endpoint LP (the caller reacts to it); nullopt when the network consumed it.
+  // event's endpoint LP, or (kSent) the notice to the source's LP that its transfer was
+  // delivered: the caller reacts to it. nullopt when the network consumed it.
   std::optional<NetworkMessage> handle(pdes::Engine<Payload>& engine, const NetworkMessage& message) {
     switch (message.kind) {
       case NetworkMessage::Kind::kDelivered:
+      case NetworkMessage::Kind::kSent:
         return message;
       case NetworkMessage::Kind::kStart:
         model_->start(engine.now(), message.request);
-        if (owns_destination(engine, message.request.destination)) {
+        if (owns_endpoint(engine, message.request.destination) ||
+            (layout_.notify_source && owns_endpoint(engine, message.request.source))) {
           requests_.emplace(message.request.id, message);
         }
         schedule_settle(engine, engine.now());
@@ -177,8 +186,8 @@ class EngineNetwork {
   }
 
  private:
-  bool owns_destination(const pdes::Engine<Payload>& engine, EndpointId destination) const {
-    const pdes::LpId lp = layout_.lp_of_endpoint[destination];
+  bool owns_endpoint(const pdes::Engine<Payload>& engine, EndpointId endpoint) const {
+    const pdes::LpId lp = layout_.lp_of_endpoint[endpoint];
     return lp != kNoLp && engine.is_local(lp);
   }
 
@@ -202,9 +211,15 @@ class EngineNetwork {
         continue;  // another process delivers it
       }
       NetworkMessage message = it->second;
-      message.kind = NetworkMessage::Kind::kDelivered;
       requests_.erase(it);
-      engine.send_at(layout_.lp_of_endpoint[message.request.destination], delivery.time, Traits::wrap(message));
+      if (owns_endpoint(engine, message.request.destination)) {
+        message.kind = NetworkMessage::Kind::kDelivered;
+        engine.send_at(layout_.lp_of_endpoint[message.request.destination], delivery.time, Traits::wrap(message));
+      }
+      if (layout_.notify_source && owns_endpoint(engine, message.request.source)) {
+        message.kind = NetworkMessage::Kind::kSent;
+        engine.send_at(layout_.lp_of_endpoint[message.request.source], delivery.time, Traits::wrap(message));
+      }
     }
     const SimTime next = model_->next_event_time();
     if (!next.is_max()) {

@@ -1,8 +1,12 @@
 #include "system/selection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include "util/error.h"
 
@@ -14,6 +18,22 @@ std::uint32_t node_count(const GroupShape& shape) {
     return shape.members;
   }
   return static_cast<std::uint32_t>(std::set<std::uint32_t>(shape.node_of_member.begin(), shape.node_of_member.end()).size());
+}
+
+// The algorithms a kind has for some group shape (plan_supported decides for a given shape).
+std::vector<Algorithm> algorithms_of(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kPermute:
+    case CollectiveKind::kAllToAll: return {Algorithm::kDirect};
+    case CollectiveKind::kBroadcast: return {Algorithm::kRing, Algorithm::kTree, Algorithm::kDirect};
+    case CollectiveKind::kAllReduce:
+      return {Algorithm::kRing,   Algorithm::kTree,         Algorithm::kHalvingDoubling,
+              Algorithm::kDirect, Algorithm::kHierarchical, Algorithm::kInSwitch};
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduceScatter:
+      return {Algorithm::kRing, Algorithm::kHalvingDoubling, Algorithm::kDirect, Algorithm::kHierarchical};
+  }
+  return {};
 }
 
 double ring_time(std::uint32_t members, double bytes, const MessageCost& cost) {
@@ -59,6 +79,17 @@ Algorithm select_algorithm(CollectiveKind kind, std::optional<Algorithm> forced,
                                     "decomposed only as direct sends (use auto or direct)",
                                     collective_kind_name(kind), algorithm_name(*forced), shape.members,
                                     collective_kind_name(kind)));
+    }
+    const std::vector<Algorithm> known = algorithms_of(kind);
+    if (std::find(known.begin(), known.end(), *forced) == known.end()) {
+      std::vector<std::string_view> names;
+      for (const Algorithm algorithm : known) {
+        names.push_back(algorithm_name(algorithm));
+      }
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("system.collectives.{} = {}: {} has no {} algorithm (it has {})",
+                                    collective_kind_name(kind), algorithm_name(*forced), collective_kind_name(kind),
+                                    algorithm_name(*forced), fmt::join(names, ", ")));
     }
     if (*forced == Algorithm::kInSwitch && !context.in_switch_reduction) {
       throw OrreryError(ErrorCode::kConfig,

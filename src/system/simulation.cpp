@@ -46,8 +46,15 @@ struct CollectiveLaunched {
   std::uint32_t op;
   SimTime issued_at;
 };
-using Payload =
-    std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown, CollectiveLaunched>;
+// Contention-free networks: the sender knows when its sends are delivered, so it wakes itself.
+struct SendsDelivered {  // the last send of a collective pipeline's step
+  std::uint64_t tag;
+};
+struct PeerSendDelivered {  // a point-to-point send
+  std::uint32_t op;
+};
+using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown,
+                             CollectiveLaunched, SendsDelivered, PeerSendDelivered>;
 
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
@@ -95,7 +102,10 @@ std::uint64_t arrival_key(std::uint32_t lane, std::uint32_t chunk, std::uint32_t
 // --- per-rank state --------------------------------------------------------------------------------
 struct Pipeline {
   std::uint32_t step = 0;
-  std::uint32_t needed = 0;  // receives the current step waits for
+  std::uint32_t needed = 0;   // receives the current step waits for
+  std::uint32_t sending = 0;  // sends of the current step whose delivery the replicas will report
+  SimTime delivered_by;       // when the current step's sends timed at the source are all delivered
+  bool wake_pending = false;  // a SendsDelivered event for the current step is scheduled
   bool started = false;
   bool waiting = false;      // entered `step` and waits for receives
 };
@@ -125,6 +135,17 @@ struct StepRecord {
   std::uint64_t exposed_ps = 0;
 };
 
+// What a send in flight belongs to: a step of a collective's pipeline, or a point-to-point send op.
+struct SendOwner {
+  std::uint64_t run = 0;  // run_key; unused for a point-to-point send
+  std::uint32_t ordinal = 0;
+  std::uint32_t lane = 0;
+  std::uint32_t chunk = 0;
+  std::uint32_t step = 0;
+  std::uint32_t peer_op = 0;
+  bool peer = false;
+};
+
 struct RankState {
   std::uint32_t program = 0;
   std::uint32_t device = 0;
@@ -146,6 +167,8 @@ struct RankState {
   std::unordered_map<std::uint64_t, Run> runs;
   std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
   std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
+  std::unordered_map<std::uint64_t, SendOwner> sends;  // request id -> what waits for its delivery
+  std::uint32_t peer_sends = 0;                        // point-to-point sends not yet delivered
   std::unordered_map<std::uint64_t, std::uint32_t> switch_uploads;  // as the aggregator of in-switch groups
   SimTime switch_up_free;    // when this rank's uplink to the scale-up switch is free
   SimTime switch_down_free;  // when the switch's downlink to this rank is free
@@ -250,7 +273,11 @@ class SystemModel {
           using T = std::decay_t<decltype(payload)>;
           if constexpr (std::is_same_v<T, network::NetworkMessage>) {
             if (auto delivered = network_.handle(engine, payload)) {
-              on_arrival(engine, lp, rank, delivered->tag);
+              if (delivered->kind == network::NetworkMessage::Kind::kSent) {
+                on_sent(engine, lp, rank, delivered->request.id);
+              } else {
+                on_arrival(engine, lp, rank, delivered->tag);
+              }
             }
           } else if constexpr (std::is_same_v<T, ComputeDone>) {
             rank.compute_busy = false;
@@ -269,6 +296,16 @@ class SystemModel {
             on_switch_down(engine, lp, rank, payload);
           } else if constexpr (std::is_same_v<T, CollectiveLaunched>) {
             start_collective(engine, lp, rank, payload.op, payload.issued_at);
+          } else if constexpr (std::is_same_v<T, SendsDelivered>) {
+            const CollectiveTag tag = decode(payload.tag);
+            Run& run = rank.runs.at(run_key(tag.ordinal, tag.training_step));
+            Pipeline& pipeline = run.pipelines[tag.lane * run.chunks + tag.chunk];
+            ORRERY_ASSERT(pipeline.wake_pending && pipeline.step == tag.step, "a wake-up for a step not waiting");
+            pipeline.wake_pending = false;
+            resume(engine, lp, rank, run, tag.ordinal, tag.lane, tag.chunk);
+          } else if constexpr (std::is_same_v<T, PeerSendDelivered>) {
+            --rank.peer_sends;
+            complete(engine, lp, rank, payload.op);
           }
         },
         event.payload);
@@ -323,7 +360,7 @@ class SystemModel {
       if (rank.compute_busy) {
         rank.current.compute_ps += dt;
       }
-      if (rank.active_comm > 0 || !rank.posted_recvs.empty()) {
+      if (rank.active_comm > 0 || !rank.posted_recvs.empty() || rank.peer_sends > 0) {
         rank.current.comm_ps += dt;
         if (!rank.compute_busy) {
           rank.current.exposed_ps += dt;
@@ -648,14 +685,29 @@ class SystemModel {
       }
       pipeline.step = step;
       run.plan->step(run.member, lane, step, chunk_bytes, scratch_);
+      // A step ends when its receives have arrived and its sends have been delivered (as a
+      // NCCL step ends when its data is in the peer's buffer), so a member that only sends
+      // cannot run ahead of the data it sends.
+      pipeline.sending = 0;
+      pipeline.delivered_by = engine.now();
       for (const PlanSend& send : scratch_.sends) {
-        transfer(engine, lp, rank, run, CollectiveTag{ordinal, send.peer_step, chunk, lane, run.training_step}, send);
+        const Sent sent =
+            transfer(engine, lp, rank, run, CollectiveTag{ordinal, send.peer_step, chunk, lane, run.training_step}, send);
+        if (sent.delivery) {
+          pipeline.delivered_by = std::max(pipeline.delivered_by, *sent.delivery);
+        } else if (sent.id) {
+          rank.sends.emplace(*sent.id, SendOwner{run_key(ordinal, run.training_step), ordinal, lane, chunk, step, 0, false});
+          ++pipeline.sending;
+        }
       }
       pipeline.needed = scratch_.receives;
       const auto arrived = run.arrivals.find(arrival_key(lane, chunk, step));
       const std::uint32_t have = arrived == run.arrivals.end() ? 0 : arrived->second;
-      if (have < pipeline.needed) {
+      if (have < pipeline.needed || pipeline.sending > 0 || pipeline.delivered_by > engine.now()) {
         pipeline.waiting = true;
+        if (have >= pipeline.needed && pipeline.sending == 0) {
+          wake_when_delivered(engine, lp, run, ordinal, lane, chunk);
+        }
         return;
       }
       if (arrived != run.arrivals.end()) {
@@ -698,27 +750,82 @@ class SystemModel {
     }
     const CollectiveTag t = decode(tag);
     Run& run = run_of(rank, t.ordinal, t.training_step);
-    const std::uint64_t key = arrival_key(t.lane, t.chunk, t.step);
-    const std::uint32_t count = ++run.arrivals[key];
+    ++run.arrivals[arrival_key(t.lane, t.chunk, t.step)];
     if (!run.issued) {
       return;  // early: counted for when this rank issues the collective
     }
-    Pipeline& pipeline = run.pipelines[t.lane * run.chunks + t.chunk];
-    if (!pipeline.started || !pipeline.waiting || pipeline.step != t.step || count < pipeline.needed) {
-      return;
+    if (run.pipelines[t.lane * run.chunks + t.chunk].step == t.step) {
+      resume(engine, lp, rank, run, t.ordinal, t.lane, t.chunk);
     }
-    run.arrivals.erase(key);
-    pipeline.waiting = false;
-    run.plan->step(run.member, t.lane, t.step, segment_bytes(run.bytes, run.chunks, t.chunk), scratch_);
-    if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
-      const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
-      engine.send(lp, reduce, ReduceDone{tag});
-      return;
-    }
-    advance(engine, lp, rank, run, t.ordinal, t.lane, t.chunk, t.step + 1);
   }
 
-  void transfer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const Run& run,
+  // A transfer this rank sent was delivered: the step (or point-to-point send) that sent it may
+  // move on.
+  void on_sent(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t request_id) {
+    const auto found = rank.sends.find(request_id);
+    ORRERY_ASSERT(found != rank.sends.end(), "a delivery notice for a transfer this rank did not send");
+    const SendOwner owner = found->second;
+    rank.sends.erase(found);
+    if (owner.peer) {
+      --rank.peer_sends;
+      complete(engine, lp, rank, owner.peer_op);
+      return;
+    }
+    Run& run = rank.runs.at(owner.run);
+    Pipeline& pipeline = run.pipelines[owner.lane * run.chunks + owner.chunk];
+    ORRERY_ASSERT(pipeline.step == owner.step && pipeline.sending > 0, "a send outlived the step that sent it");
+    --pipeline.sending;
+    resume(engine, lp, rank, run, owner.ordinal, owner.lane, owner.chunk);
+  }
+
+  // Pipeline (lane, chunk) waiting in its step moves on once the step's receives have all arrived
+  // and its sends have all been delivered: after the step's reduction, if it has one.
+  void resume(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
+              std::uint32_t lane, std::uint32_t chunk) {
+    Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    if (!pipeline.started || !pipeline.waiting || pipeline.sending > 0 || pipeline.wake_pending) {
+      return;
+    }
+    const auto arrived = run.arrivals.find(arrival_key(lane, chunk, pipeline.step));
+    if ((arrived == run.arrivals.end() ? 0 : arrived->second) < pipeline.needed) {
+      return;
+    }
+    if (pipeline.delivered_by > engine.now()) {
+      wake_when_delivered(engine, lp, run, ordinal, lane, chunk);
+      return;
+    }
+    if (arrived != run.arrivals.end()) {
+      run.arrivals.erase(arrived);
+    }
+    pipeline.waiting = false;
+    const std::uint32_t step = pipeline.step;
+    run.plan->step(run.member, lane, step, segment_bytes(run.bytes, run.chunks, chunk), scratch_);
+    if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
+      const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
+      engine.send(lp, reduce, ReduceDone{encode(CollectiveTag{ordinal, step, chunk, lane, run.training_step})});
+      return;
+    }
+    advance(engine, lp, rank, run, ordinal, lane, chunk, step + 1);
+  }
+
+  // The pipeline's step has what it waits for but the sends timed at the source: wake it when
+  // they are delivered.
+  void wake_when_delivered(pdes::Engine<Payload>& engine, pdes::LpId lp, Run& run, std::uint32_t ordinal,
+                           std::uint32_t lane, std::uint32_t chunk) {
+    Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    pipeline.wake_pending = true;
+    engine.send(lp, pipeline.delivered_by - engine.now(),
+                SendsDelivered{encode(CollectiveTag{ordinal, pipeline.step, chunk, lane, run.training_step})});
+  }
+
+  // A send of a collective step: its delivery time when the network times it at the source, or
+  // the request id whose delivery the replicas will report (kSent); neither for an in-switch
+  // upload (its member waits for the download, which follows every upload).
+  struct Sent {
+    std::optional<SimTime> delivery;
+    std::optional<std::uint64_t> id;
+  };
+  Sent transfer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const Run& run,
                 const CollectiveTag& tag, const PlanSend& send) {
     const ProgramModel& program = *programs_[rank.program];
     const GroupSet& set = program.group_set(program.collective(run.exec_op).group_set);
@@ -730,7 +837,7 @@ class SystemModel {
       // which plays the switch.
       const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
       engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{encode(tag)});
-      return;
+      return {};
     }
     const std::uint32_t peer_rank = program.global_rank(set.groups[run.group][send.peer]);
     network::TransferRequest request;
@@ -739,7 +846,10 @@ class SystemModel {
     request.destination = placement_.endpoint_of(peer_rank);
     request.bytes = Bytes{send.bytes};
     request.flow_key = hash_combine(encode(tag), lp);
-    network_.send(engine, request, encode(tag));
+    if (const auto delivery = network_.send(engine, request, encode(tag))) {
+      return {delivery, std::nullopt};
+    }
+    return {std::nullopt, request.id};
   }
 
   // One leg of an in-switch reduction sent at `now`: the injection delay, then the bytes at the
@@ -877,7 +987,17 @@ class SystemModel {
       request.flow_key = hash_combine(tag, lp);
       ++rank.transfers;
       rank.transfer_bytes += peer.bytes;
-      network_.send(engine, request, tag);
+      // The send is done when its data has been delivered, as XLA's send-done is.
+      ++rank.peer_sends;
+      if (const auto delivery = network_.send(engine, request, tag)) {
+        engine.send(lp, *delivery - engine.now(), PeerSendDelivered{op});
+        return;
+      }
+      SendOwner owner;
+      owner.peer = true;
+      owner.peer_op = op;
+      rank.sends.emplace(request.id, owner);
+      return;
     }
     complete(engine, lp, rank, op);
   }
@@ -1113,6 +1233,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   }
   layout.replica_base = ranks;
   layout.injection_delay = SimTime::from_nanoseconds(scenario.system.endpoint_delay_ns);
+  layout.notify_source = true;  // sends finish when delivered
   network::EngineNetwork<Payload> network(std::move(model), layout);
 
   const pdes::LpId lps = ranks + processes;

@@ -97,6 +97,26 @@ TEST(Selection, ForcedAlgorithmsAreCheckedAgainstTheGroup) {
           << error.what();
     }
   }
+  // An algorithm the kind does not have is named as such, whatever the group (4 members on 2 regular
+  // nodes: a power of two and a regular hierarchy, so neither shape hint would be true).
+  const std::vector<std::pair<CollectiveKind, Algorithm>> missing{
+      {CollectiveKind::kBroadcast, Algorithm::kHalvingDoubling},
+      {CollectiveKind::kBroadcast, Algorithm::kHierarchical},
+      {CollectiveKind::kAllGather, Algorithm::kTree},
+      {CollectiveKind::kAllGather, Algorithm::kInSwitch}};
+  for (const auto& [kind, algorithm] : missing) {
+    try {
+      (void)select_algorithm(kind, algorithm, nodes_of(2, 2), 1 << 20, plain);
+      ADD_FAILURE() << algorithm_name(algorithm);
+    } catch (const OrreryError& error) {
+      EXPECT_NE(std::string(error.what()).find(fmt::format("{} has no {} algorithm (it has ", collective_kind_name(kind),
+                                                           algorithm_name(algorithm))),
+                std::string::npos)
+          << error.what();
+      EXPECT_EQ(std::string(error.what()).find("needs"), std::string::npos) << error.what();
+      EXPECT_EQ(std::string(error.what()).find("in_switch_reduction"), std::string::npos) << error.what();
+    }
+  }
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(1, 4), 1, plain),
                OrreryError);
   EXPECT_THROW((void)select_algorithm(CollectiveKind::kAllReduce, Algorithm::kInSwitch, nodes_of(2, 4), 1,

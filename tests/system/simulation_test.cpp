@@ -398,12 +398,12 @@ TEST(Simulation, PointToPointChannelsConnectOneSenderAndOneReceiver) {
 
 TEST(Simulation, AStragglerSlowsTheCollective) {
   // Rank 2's ops take 100% longer, so it joins the ring at 20 µs, the others at 10 µs. In a ring a
-  // member enters step s+1 when it has entered step s and the step-s message from its predecessor
-  // has arrived: E[r][s+1] = max(E[r][s], A[r-1][s]). A member sends as it enters a step, and its
-  // sends leave its link one after the other (the analytical model): the step-s send enters the
-  // network at E[r][s] + injection, starts when the link is free, occupies it for T = (n/p)/B and
-  // arrives after the path latency. The members ahead of the straggler enter several steps at once,
-  // so their sends queue. Rank r finishes the all-reduce at E[r][6], then runs its multiply.
+  // member enters step s+1 when it has entered step s, the step-s message from its predecessor
+  // has arrived and its own step-s message has been delivered: E[r][s+1] = max(E[r][s], A[r-1][s],
+  // A[r][s]). A member sends as it enters a step, and its sends leave its link one after the
+  // other (the analytical model): the step-s send enters the network at E[r][s] + injection,
+  // starts when the link is free, occupies it for T = (n/p)/B and arrives after the path latency.
+  // Rank r finishes the all-reduce at E[r][6], then runs its multiply.
   const double injection = 0.5e-6;
   const double latency = 1e-6;
   const double occupancy = 2.62144e-6;
@@ -421,7 +421,7 @@ TEST(Simulation, AStragglerSlowsTheCollective) {
       arrival[r] = start + occupancy + latency;
     }
     for (int r = 0; r < 4; ++r) {
-      entered[r][step + 1] = std::max(entered[r][step], arrival[(r + 3) % 4]);
+      entered[r][step + 1] = std::max({entered[r][step], arrival[(r + 3) % 4], arrival[r]});
     }
   }
   double expected = 0;
@@ -468,6 +468,35 @@ TEST(Simulation, WithJitterComputeExposedAndIdleBoundTheStep) {
   ASSERT_EQ(steady.error, "");
   const RunSummary& s = steady.summary;
   EXPECT_NEAR(s.compute_s.mean + s.exposed_comm_s.mean + s.idle_s.mean, s.step_time_s, 1e-15);
+}
+
+TEST(Simulation, ASenderFinishesWhenItsDataIsDelivered) {
+  // A one-way permute (0 -> 1, 2 -> 3) of 1 MiB, then a 10 µs add on every rank. A sender's
+  // permute ends when its data is delivered (0.5 µs injection + 1 µs latency + 1 MiB at 100 GB/s),
+  // not when it hands the data over: otherwise it starts its next step's send while the previous
+  // one is still on the link, and under the flow model the two share it, so every step's data
+  // arrives late and the steps seem to overlap (a steady step of 0 was reported).
+  const char* kOneWay = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.collective_permute"(%arg0) {source_target_pairs = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = stablehlo.add %0, %0 : tensor<262144xf32>
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+  const double step = 0.5e-6 + 1e-6 + 1048576.0 / 1e11 + 10e-6;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome outcome = run(kOneWay, scenario_text(model), processes, {"workload.steps=3"});
+      ASSERT_EQ(outcome.error, "");
+      EXPECT_NEAR(outcome.summary.first_step_s, step, 1e-12);
+      EXPECT_NEAR(outcome.summary.step_time_s, step, 1e-12);
+      // The senders' communication lasts until the delivery, as the receivers' does.
+      EXPECT_NEAR(outcome.summary.comm_s.min, step - 10e-6, 1e-12);
+    }
+  }
 }
 
 TEST(Simulation, RanksMustMatchTheProgramsDevices) {
