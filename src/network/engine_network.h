@@ -37,6 +37,14 @@
 
 namespace orrery::network {
 
+// The caller's own data, carried with a transfer to its destination (and back to its source in a
+// kSent notice) unchanged: two words, so that a caller can name a transfer by more than 64 bits.
+struct MessageTag {
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  friend bool operator==(const MessageTag&, const MessageTag&) = default;
+};
+
 struct NetworkMessage {
   // kSent: to the source's LP when the transfer is delivered (layout.notify_source), so that a
   // sender can finish its send when the data has arrived, not when it handed the data over.
@@ -44,7 +52,7 @@ struct NetworkMessage {
   Kind kind = Kind::kStart;
   TransferRequest request;
   SimTime sent;           // when the source handed the transfer to the network (before the injection delay)
-  std::uint64_t tag = 0;  // the caller's own data, carried to the destination unchanged
+  MessageTag tag;  // the caller's own data, carried to the destination unchanged
 };
 
 // How a simulation's payload carries a NetworkMessage. The default handles a payload that is a
@@ -135,7 +143,7 @@ class EngineNetwork {
   // `tag` travels with it to the destination unchanged. Returns the delivery time when the model
   // is contention-free (the source knows it at once, so no kSent notice follows); nullopt when the
   // replicas time it (then a kSent notice follows if layout.notify_source).
-  std::optional<SimTime> send(pdes::Engine<Payload>& engine, const TransferRequest& request, std::uint64_t tag = 0) {
+  std::optional<SimTime> send(pdes::Engine<Payload>& engine, const TransferRequest& request, MessageTag tag = {}) {
     if (request.destination >= layout_.lp_of_endpoint.size() || layout_.lp_of_endpoint[request.destination] == kNoLp) {
       throw OrreryError(ErrorCode::kModel, fmt::format("network: transfer {} from endpoint {} to endpoint {}, which "
                                                        "no LP serves",

@@ -32,14 +32,15 @@ struct ComputeDone {
   std::uint32_t op;
 };
 struct Settle {};
+using network::MessageTag;
 struct ReduceDone {
-  std::uint64_t tag;
+  MessageTag tag;
 };
 struct SwitchUpload {
-  std::uint64_t tag;
+  MessageTag tag;
 };
 struct SwitchDown {
-  std::uint64_t tag;
+  MessageTag tag;
   bool queued = false;  // already delayed behind the member's earlier downloads
 };
 struct CollectiveLaunched {
@@ -48,7 +49,7 @@ struct CollectiveLaunched {
 };
 // Contention-free networks: the sender knows when its sends are delivered, so it wakes itself.
 struct SendsDelivered {  // the last send of a collective pipeline's step
-  std::uint64_t tag;
+  MessageTag tag;
 };
 struct PeerSendDelivered {  // a point-to-point send
   std::uint32_t op;
@@ -59,9 +60,13 @@ using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, Reduc
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
 // --- message tags --------------------------------------------------------------------------------
-// Collective transfer: [63]=0 | ordinal 23 | plan step 20 | chunk 8 | lane 2 | training step 10.
-// Point-to-point:      [63]=1 | channel index 23 | occurrence 30 | training step 10 (the channel
-// index numbers the program's channel handles densely, so distinct handles never share a tag).
+// A tag's high word is the training step, whole: a member may run any number of steps ahead of a
+// peer that has not consumed its data yet (a one-way permute's source, a broadcast root), and each
+// step's data must reach its own step. The low word names the transfer within the step:
+// Collective transfer: [63]=0 | ordinal 23 | plan step 20 | chunk 8 | lane 2 | training step mod 1024.
+// Point-to-point:      [63]=1 | channel index 23 | occurrence 30 | training step mod 1024 (the
+// channel index numbers the program's channel handles densely, so distinct handles never share a
+// tag). The low word alone seeds a flow's path choice (flow_key), so paths repeat every 1,024 steps.
 struct CollectiveTag {
   std::uint32_t ordinal;
   std::uint32_t step;
@@ -74,25 +79,31 @@ constexpr std::uint32_t kMaxPlanSteps = 1U << 20;
 constexpr std::uint32_t kMaxChunks = 256;
 constexpr std::uint32_t kStepMask = 1023;
 
-std::uint64_t encode(const CollectiveTag& t) {
-  return (static_cast<std::uint64_t>(t.ordinal) << 40) | (static_cast<std::uint64_t>(t.step) << 20) |
-         (static_cast<std::uint64_t>(t.chunk) << 12) | (static_cast<std::uint64_t>(t.lane) << 10) |
-         (t.training_step & kStepMask);
+MessageTag encode(const CollectiveTag& t) {
+  return MessageTag{(static_cast<std::uint64_t>(t.ordinal) << 40) | (static_cast<std::uint64_t>(t.step) << 20) |
+                        (static_cast<std::uint64_t>(t.chunk) << 12) | (static_cast<std::uint64_t>(t.lane) << 10) |
+                        (t.training_step & kStepMask),
+                    t.training_step};
 }
-CollectiveTag decode(std::uint64_t tag) {
-  return CollectiveTag{static_cast<std::uint32_t>((tag >> 40) & (kMaxOrdinal - 1)),
-                       static_cast<std::uint32_t>((tag >> 20) & (kMaxPlanSteps - 1)),
-                       static_cast<std::uint32_t>((tag >> 12) & 0xff), static_cast<std::uint32_t>((tag >> 10) & 3),
-                       static_cast<std::uint32_t>(tag & kStepMask)};
+CollectiveTag decode(const MessageTag& tag) {
+  return CollectiveTag{static_cast<std::uint32_t>((tag.low >> 40) & (kMaxOrdinal - 1)),
+                       static_cast<std::uint32_t>((tag.low >> 20) & (kMaxPlanSteps - 1)),
+                       static_cast<std::uint32_t>((tag.low >> 12) & 0xff),
+                       static_cast<std::uint32_t>((tag.low >> 10) & 3), static_cast<std::uint32_t>(tag.high)};
 }
 constexpr std::uint64_t kPeerBit = 1ULL << 63;
 constexpr std::uint32_t kMaxChannels = 1U << 23;
-std::uint64_t peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
-  return kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
-         ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 30) - 1)) << 10) | (training_step & kStepMask);
+MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
+  return MessageTag{kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
+                        ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 30) - 1)) << 10) |
+                        (training_step & kStepMask),
+                    training_step};
 }
+struct TagHash {
+  std::size_t operator()(const MessageTag& tag) const { return hash_combine(tag.low, tag.high); }
+};
 std::uint64_t run_key(std::uint32_t ordinal, std::uint32_t training_step) {
-  return (static_cast<std::uint64_t>(ordinal) << 10) | (training_step & kStepMask);
+  return (static_cast<std::uint64_t>(ordinal) << 32) | training_step;
 }
 // The (lane, chunk, step) counter key inside one run.
 std::uint64_t arrival_key(std::uint32_t lane, std::uint32_t chunk, std::uint32_t step) {
@@ -165,11 +176,11 @@ struct RankState {
   std::uint32_t active_comm = 0;
   std::uint32_t launching = 0;  // collectives issued whose launch cost is still running
   std::unordered_map<std::uint64_t, Run> runs;
-  std::unordered_map<std::uint64_t, std::uint32_t> peer_arrived;
-  std::unordered_map<std::uint64_t, std::uint32_t> posted_recvs;
+  std::unordered_map<MessageTag, std::uint32_t, TagHash> peer_arrived;
+  std::unordered_map<MessageTag, std::uint32_t, TagHash> posted_recvs;
   std::unordered_map<std::uint64_t, SendOwner> sends;  // request id -> what waits for its delivery
   std::uint32_t peer_sends = 0;                        // point-to-point sends not yet delivered
-  std::unordered_map<std::uint64_t, std::uint32_t> switch_uploads;  // as the aggregator of in-switch groups
+  std::unordered_map<MessageTag, std::uint32_t, TagHash> switch_uploads;  // as the aggregator of in-switch groups
   SimTime switch_up_free;    // when this rank's uplink to the scale-up switch is free
   SimTime switch_down_free;  // when the switch's downlink to this rank is free
   bool settle_pending = false;
@@ -743,8 +754,8 @@ class SystemModel {
     complete(engine, lp, rank, op);
   }
 
-  void on_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
-    if ((tag & kPeerBit) != 0) {
+  void on_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
+    if ((tag.low & kPeerBit) != 0) {
       on_peer_arrival(engine, lp, rank, tag);
       return;
     }
@@ -845,7 +856,7 @@ class SystemModel {
     request.source = rank.endpoint;
     request.destination = placement_.endpoint_of(peer_rank);
     request.bytes = Bytes{send.bytes};
-    request.flow_key = hash_combine(encode(tag), lp);
+    request.flow_key = hash_combine(encode(tag).low, lp);
     if (const auto delivery = network_.send(engine, request, encode(tag))) {
       return {delivery, std::nullopt};
     }
@@ -869,7 +880,7 @@ class SystemModel {
     return SimTime::from_seconds(scenario_.system.scale_up.latency_ns * 0.5e-9);
   }
 
-  void on_switch_upload(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
+  void on_switch_upload(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
     const CollectiveTag t = decode(tag);
     // The aggregator is a member of the group: find the collective through its own program.
     const ProgramModel& program = *programs_[rank.program];
@@ -983,8 +994,8 @@ class SystemModel {
       request.source = rank.endpoint;
       request.destination = placement_.endpoint_of(peer_rank);
       request.bytes = Bytes{peer.bytes};
-      const std::uint64_t tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
-      request.flow_key = hash_combine(tag, lp);
+      const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
+      request.flow_key = hash_combine(tag.low, lp);
       ++rank.transfers;
       rank.transfer_bytes += peer.bytes;
       // The send is done when its data has been delivered, as XLA's send-done is.
@@ -1009,7 +1020,7 @@ class SystemModel {
       complete(engine, lp, rank, op);
       return;
     }
-    const std::uint64_t tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
+    const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
     const auto arrived = rank.peer_arrived.find(tag);
     if (arrived != rank.peer_arrived.end()) {
       if (--arrived->second == 0) {
@@ -1021,7 +1032,7 @@ class SystemModel {
     rank.posted_recvs[tag] = op;
   }
 
-  void on_peer_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint64_t tag) {
+  void on_peer_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
     const auto posted = rank.posted_recvs.find(tag);
     if (posted == rank.posted_recvs.end()) {
       ++rank.peer_arrived[tag];

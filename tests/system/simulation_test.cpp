@@ -112,8 +112,9 @@ Outcome run(const std::string& module, const std::string& scenario_yaml, std::ui
 
 // Several programs, each on its own ranks (pipeline stages), labelled stage0.mlir, stage1.mlir, ...
 Outcome run_programs(const std::vector<std::pair<std::string, std::vector<std::uint32_t>>>& modules,
-                     const std::string& scenario_yaml, std::uint32_t processes = 1) {
-  const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", {});
+                     const std::string& scenario_yaml, std::uint32_t processes = 1,
+                     const std::vector<std::string>& overrides = {}) {
+  const config::Scenario scenario = config::load_scenario_text(scenario_yaml, "scenario.yaml", overrides);
   SimulationInput input;
   input.scenario = &scenario;
   input.hardware = "test";
@@ -378,6 +379,27 @@ TEST(Simulation, ChannelHandlesNeverShareATag) {
   EXPECT_EQ(step((1LL << 40) + 2), distinct);
 }
 
+TEST(Simulation, APointToPointSenderMayRunMoreThanAThousandStepsAhead) {
+  // Stages a and b send to c, which is ten times slower: c's steady step is its two adds (2 x
+  // 100 µs, its data waiting for it), a's and b's are their adds plus a delivery, so after 2,000
+  // steps they are over 1,700 steps ahead. Each message must still meet the recv of its own step
+  // (a channel's messages arrive in order, and each recv takes the oldest).
+  const double delivery = 0.5e-6 + 1e-6 + 64 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome outcome = run_programs({{fmt::format(kSendAfterOneAdd, 2, "[[0, 0]]", 1), {0}},
+                                            {fmt::format(kSendAfterTwoAdds, 1), {1}},
+                                            {fmt::format(kRecvTwice, 2), {2}}},
+                                           scenario_text(model), processes,
+                                           {"workload.steps=2000", "system.stragglers=[{rank: 2, slowdown_percent: 900}]"});
+      ASSERT_EQ(outcome.error, "");
+      EXPECT_NEAR(outcome.summary.first_step_s, 20e-6 + delivery + 200e-6, 1e-12);
+      EXPECT_NEAR(outcome.summary.step_time_s, 200e-6, 1e-12);
+    }
+  }
+}
+
 TEST(Simulation, PointToPointChannelsConnectOneSenderAndOneReceiver) {
   const std::string send5 = fmt::format(kSendAfterOneAdd, 5, "[[0, 0]]", 1);
   const std::string recv = fmt::format(kRecvTwice, 5);
@@ -470,13 +492,8 @@ TEST(Simulation, WithJitterComputeExposedAndIdleBoundTheStep) {
   EXPECT_NEAR(s.compute_s.mean + s.exposed_comm_s.mean + s.idle_s.mean, s.step_time_s, 1e-15);
 }
 
-TEST(Simulation, ASenderFinishesWhenItsDataIsDelivered) {
-  // A one-way permute (0 -> 1, 2 -> 3) of 1 MiB, then a 10 µs add on every rank. A sender's
-  // permute ends when its data is delivered (0.5 µs injection + 1 µs latency + 1 MiB at 100 GB/s),
-  // not when it hands the data over: otherwise it starts its next step's send while the previous
-  // one is still on the link, and under the flow model the two share it, so every step's data
-  // arrives late and the steps seem to overlap (a steady step of 0 was reported).
-  const char* kOneWay = R"(
+// A one-way permute (0 -> 1, 2 -> 3) of 1 MiB, then an add on every rank.
+constexpr const char* kOneWay = R"(
 module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
   func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
     %0 = "stablehlo.collective_permute"(%arg0) {source_target_pairs = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
@@ -485,6 +502,13 @@ module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : 
   }
 }
 )";
+
+TEST(Simulation, ASenderFinishesWhenItsDataIsDelivered) {
+  // A one-way permute (0 -> 1, 2 -> 3) of 1 MiB, then a 10 µs add on every rank. A sender's
+  // permute ends when its data is delivered (0.5 µs injection + 1 µs latency + 1 MiB at 100 GB/s),
+  // not when it hands the data over: otherwise it starts its next step's send while the previous
+  // one is still on the link, and under the flow model the two share it, so every step's data
+  // arrives late and the steps seem to overlap (a steady step of 0 was reported).
   const double step = 0.5e-6 + 1e-6 + 1048576.0 / 1e11 + 10e-6;
   for (const char* model : {"analytical", "flow"}) {
     for (const std::uint32_t processes : {1U, 2U}) {
@@ -495,6 +519,32 @@ module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : 
       EXPECT_NEAR(outcome.summary.step_time_s, step, 1e-12);
       // The senders' communication lasts until the delivery, as the receivers' does.
       EXPECT_NEAR(outcome.summary.comm_s.min, step - 10e-6, 1e-12);
+    }
+  }
+}
+
+TEST(Simulation, ASenderMayRunMoreThanAThousandStepsAhead) {
+  // The one-way permute again, with the receivers ten times slower: a sender's step is its
+  // delivery plus 10 µs, a receiver's 100 µs once its data waits for it, so after 2,000 steps the
+  // senders are over 1,500 steps ahead. Every step's data must still reach its own step (message
+  // tags carry the whole training step, not a residue that repeats).
+  const double delivery = 0.5e-6 + 1e-6 + 1048576.0 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome outcome =
+          run(kOneWay, scenario_text(model), processes,
+              {"workload.steps=2000",
+               "system.stragglers=[{rank: 1, slowdown_percent: 900}, {rank: 3, slowdown_percent: 900}]"});
+      ASSERT_EQ(outcome.error, "");
+      EXPECT_NEAR(outcome.summary.first_step_s, delivery + 100e-6, 1e-12);
+      EXPECT_NEAR(outcome.summary.step_time_s, 100e-6, 1e-12);
+      // The senders' communication is their deliveries alone (they never wait for a receiver);
+      // a receiver's data is there before it asks for it.
+      EXPECT_NEAR(outcome.summary.comm_s.max, delivery, 1e-12);
+      EXPECT_EQ(outcome.summary.comm_s.min, 0.0);
+      EXPECT_NEAR(outcome.summary.compute_s.min, 10e-6, 1e-12);
+      EXPECT_NEAR(outcome.summary.compute_s.max, 100e-6, 1e-12);
     }
   }
 }
