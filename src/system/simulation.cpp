@@ -113,12 +113,13 @@ std::uint64_t arrival_key(std::uint32_t lane, std::uint32_t chunk, std::uint32_t
 // --- per-rank state --------------------------------------------------------------------------------
 struct Pipeline {
   std::uint32_t step = 0;
-  std::uint32_t needed = 0;   // receives the current step waits for
-  std::uint32_t sending = 0;  // sends of the current step whose delivery the replicas will report
-  SimTime delivered_by;       // when the current step's sends timed at the source are all delivered
-  bool wake_pending = false;  // a SendsDelivered event for the current step is scheduled
+  std::uint32_t needed = 0;        // receives the current step waits for
+  std::uint32_t sending = 0;       // sends of the current step whose delivery the replicas will report
+  std::uint64_t reduce_bytes = 0;  // what the current step reduces once it is done
+  SimTime delivered_by;            // when the current step's sends timed at the source are all delivered
+  bool wake_pending = false;       // a SendsDelivered event for the current step is scheduled
   bool started = false;
-  bool waiting = false;      // entered `step` and waits for receives
+  bool waiting = false;            // entered `step` and waits until it is done (step_done)
 };
 
 struct Run {
@@ -712,26 +713,50 @@ class SystemModel {
         }
       }
       pipeline.needed = scratch_.receives;
-      const auto arrived = run.arrivals.find(arrival_key(lane, chunk, step));
-      const std::uint32_t have = arrived == run.arrivals.end() ? 0 : arrived->second;
-      if (have < pipeline.needed || pipeline.sending > 0 || pipeline.delivered_by > engine.now()) {
-        pipeline.waiting = true;
-        if (have >= pipeline.needed && pipeline.sending == 0) {
-          wake_when_delivered(engine, lp, run, ordinal, lane, chunk);
-        }
-        return;
-      }
-      if (arrived != run.arrivals.end()) {
-        run.arrivals.erase(arrived);
-      }
-      pipeline.waiting = false;
-      if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
-        const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
-        engine.send(lp, reduce, ReduceDone{encode(CollectiveTag{ordinal, step, chunk, lane, run.training_step})});
+      pipeline.reduce_bytes = scratch_.reduce_bytes;
+      if (!step_done(engine, lp, run, ordinal, lane, chunk) || start_reduction(engine, lp, run, ordinal, lane, chunk)) {
         return;
       }
       ++step;
     }
+  }
+
+  // Whether pipeline (lane, chunk)'s current step is done: its receives have all arrived and its
+  // sends have all been delivered. If so, takes its arrivals and returns true. Otherwise the
+  // pipeline waits; once only deliveries timed at the source are missing, it wakes itself then.
+  bool step_done(pdes::Engine<Payload>& engine, pdes::LpId lp, Run& run, std::uint32_t ordinal, std::uint32_t lane,
+                 std::uint32_t chunk) {
+    Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    pipeline.waiting = true;
+    if (pipeline.sending > 0 || pipeline.wake_pending) {
+      return false;
+    }
+    const auto arrived = run.arrivals.find(arrival_key(lane, chunk, pipeline.step));
+    if ((arrived == run.arrivals.end() ? 0 : arrived->second) < pipeline.needed) {
+      return false;
+    }
+    if (pipeline.delivered_by > engine.now()) {
+      wake_when_delivered(engine, lp, run, ordinal, lane, chunk);
+      return false;
+    }
+    if (arrived != run.arrivals.end()) {
+      run.arrivals.erase(arrived);
+    }
+    pipeline.waiting = false;
+    return true;
+  }
+
+  // A done step that reduces what it received: the reduction runs on the rank (ReduceDone moves
+  // the pipeline on). False when the step has nothing to reduce.
+  bool start_reduction(pdes::Engine<Payload>& engine, pdes::LpId lp, const Run& run, std::uint32_t ordinal,
+                       std::uint32_t lane, std::uint32_t chunk) {
+    const Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    if (pipeline.reduce_bytes == 0 || reduction_rate_ <= 0) {
+      return false;
+    }
+    const SimTime reduce = SimTime::from_seconds(static_cast<double>(pipeline.reduce_bytes) / reduction_rate_);
+    engine.send(lp, reduce, ReduceDone{encode(CollectiveTag{ordinal, pipeline.step, chunk, lane, run.training_step})});
+    return true;
   }
 
   void finish_pipeline(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
@@ -789,34 +814,16 @@ class SystemModel {
     resume(engine, lp, rank, run, owner.ordinal, owner.lane, owner.chunk);
   }
 
-  // Pipeline (lane, chunk) waiting in its step moves on once the step's receives have all arrived
-  // and its sends have all been delivered: after the step's reduction, if it has one.
+  // Pipeline (lane, chunk) waiting in its step moves on once the step is done (step_done): after
+  // the step's reduction, if it has one.
   void resume(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
               std::uint32_t lane, std::uint32_t chunk) {
-    Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
-    if (!pipeline.started || !pipeline.waiting || pipeline.sending > 0 || pipeline.wake_pending) {
+    const Pipeline& pipeline = run.pipelines[lane * run.chunks + chunk];
+    if (!pipeline.started || !pipeline.waiting || !step_done(engine, lp, run, ordinal, lane, chunk) ||
+        start_reduction(engine, lp, run, ordinal, lane, chunk)) {
       return;
     }
-    const auto arrived = run.arrivals.find(arrival_key(lane, chunk, pipeline.step));
-    if ((arrived == run.arrivals.end() ? 0 : arrived->second) < pipeline.needed) {
-      return;
-    }
-    if (pipeline.delivered_by > engine.now()) {
-      wake_when_delivered(engine, lp, run, ordinal, lane, chunk);
-      return;
-    }
-    if (arrived != run.arrivals.end()) {
-      run.arrivals.erase(arrived);
-    }
-    pipeline.waiting = false;
-    const std::uint32_t step = pipeline.step;
-    run.plan->step(run.member, lane, step, segment_bytes(run.bytes, run.chunks, chunk), scratch_);
-    if (scratch_.reduce_bytes > 0 && reduction_rate_ > 0) {
-      const SimTime reduce = SimTime::from_seconds(static_cast<double>(scratch_.reduce_bytes) / reduction_rate_);
-      engine.send(lp, reduce, ReduceDone{encode(CollectiveTag{ordinal, step, chunk, lane, run.training_step})});
-      return;
-    }
-    advance(engine, lp, rank, run, ordinal, lane, chunk, step + 1);
+    advance(engine, lp, rank, run, ordinal, lane, chunk, pipeline.step + 1);
   }
 
   // The pipeline's step has what it waits for but the sends timed at the source: wake it when
