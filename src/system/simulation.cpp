@@ -847,24 +847,36 @@ class SystemModel {
                 const CollectiveTag& tag, const PlanSend& send) {
     const ProgramModel& program = *programs_[rank.program];
     const GroupSet& set = program.group_set(program.collective(run.exec_op).group_set);
-    ++rank.transfers;
-    rank.transfer_bytes += send.bytes;
     if (send.peer == kSwitchPeer) {
       // In-switch reduction: the upload to the scale-up switch, modelled analytically (half the
       // scale-up latency and the scale-up bandwidth per leg) and sent to the group's first member,
       // which plays the switch.
+      ++rank.transfers;
+      rank.transfer_bytes += send.bytes;
       const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
       engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{encode(tag)});
       return {};
     }
-    const std::uint32_t peer_rank = program.global_rank(set.groups[run.group][send.peer]);
+    return put_on_network(engine, lp, rank, program.global_rank(set.groups[run.group][send.peer]), send.bytes,
+                          encode(tag));
+  }
+
+  // One network transfer of `bytes` from `rank` (on `lp`) to global rank `peer_rank` under `tag`,
+  // counted in the rank's transfer statistics; the request id is unique per sending LP and the
+  // flow key (the flow model's path choice) derives from the tag's low word and the sender. The
+  // delivery time when the network model knows it at once (analytical), else the request id whose
+  // delivery it will report (flow).
+  Sent put_on_network(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t peer_rank,
+                      std::uint64_t bytes, const MessageTag& tag) {
+    ++rank.transfers;
+    rank.transfer_bytes += bytes;
     network::TransferRequest request;
     request.id = (static_cast<std::uint64_t>(lp) << 40) | (rank.transfer_sequence++ & ((1ULL << 40) - 1));
     request.source = rank.endpoint;
     request.destination = placement_.endpoint_of(peer_rank);
-    request.bytes = Bytes{send.bytes};
-    request.flow_key = hash_combine(encode(tag).low, lp);
-    if (const auto delivery = network_.send(engine, request, encode(tag))) {
+    request.bytes = Bytes{bytes};
+    request.flow_key = hash_combine(tag.low, lp);
+    if (const auto delivery = network_.send(engine, request, tag)) {
       return {delivery, std::nullopt};
     }
     return {std::nullopt, request.id};
@@ -995,26 +1007,18 @@ class SystemModel {
                                       program.describe_op(program.graph().op(op).source), lp, target,
                                       receiver.label(), receiver.ranks().size()));
       }
-      const std::uint32_t peer_rank = receiver.global_rank(target);
-      network::TransferRequest request;
-      request.id = (static_cast<std::uint64_t>(lp) << 40) | (rank.transfer_sequence++ & ((1ULL << 40) - 1));
-      request.source = rank.endpoint;
-      request.destination = placement_.endpoint_of(peer_rank);
-      request.bytes = Bytes{peer.bytes};
       const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
-      request.flow_key = hash_combine(tag.low, lp);
-      ++rank.transfers;
-      rank.transfer_bytes += peer.bytes;
       // The send is done when its data has been delivered, as XLA's send-done is.
       ++rank.peer_sends;
-      if (const auto delivery = network_.send(engine, request, tag)) {
-        engine.send(lp, *delivery - engine.now(), PeerSendDelivered{op});
+      const Sent sent = put_on_network(engine, lp, rank, receiver.global_rank(target), peer.bytes, tag);
+      if (sent.delivery) {
+        engine.send(lp, *sent.delivery - engine.now(), PeerSendDelivered{op});
         return;
       }
       SendOwner owner;
       owner.peer = true;
       owner.peer_op = op;
-      rank.sends.emplace(request.id, owner);
+      rank.sends.emplace(*sent.id, owner);
       return;
     }
     complete(engine, lp, rank, op);
