@@ -214,6 +214,7 @@ class Engine {
       slot = pool_.store(payload);
     }
     queue_.push(QueueEntry{time.ps(), tie, slot, destination});
+    stats_.peak_pending = std::max<std::uint64_t>(stats_.peak_pending, queue_.size());
   }
 
   void send_remote(LpId destination, SimTime time, SimTime delay, std::uint64_t tie,
@@ -321,7 +322,6 @@ RunStats Engine<Payload>::run(Handler& handler) {
   double event_seconds = 0.0;
   SimTime last_event;
   for (;;) {
-    stats_.peak_pending = std::max<std::uint64_t>(stats_.peak_pending, queue_.size());
     const SimTime local_next = queue_.empty() ? SimTime::max() : SimTime::from_ps(queue_.top().time);
     const std::optional<SimTime> window_start = core_.begin_window(local_next, options_.end_time);
     if (!window_start) {

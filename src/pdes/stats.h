@@ -16,7 +16,7 @@ struct ProcessStats {
   std::uint64_t windows = 0;       // synchronisation windows
   std::uint64_t remote_sent = 0;   // events sent to other processes
   std::uint64_t remote_received = 0;
-  std::uint64_t peak_pending = 0;  // largest pending-event set
+  std::uint64_t peak_pending = 0;  // largest pending-event set, measured at every push
   std::uint64_t last_event_ps = 0; // time of the last committed event
   double event_seconds = 0.0;      // wall time executing events
   double sync_seconds = 0.0;       // wall time exchanging events and in the window allreduce

@@ -59,6 +59,37 @@ TEST(Engine, SequentialRunExecutesEveryEvent) {
   EXPECT_EQ(outcome.stats.windows, 1U);  // no channel crosses processes: one window for everything
 }
 
+// The first event fans out `fan_out` events, each a picosecond later than the one before, inside
+// the one window of a sequential run.
+struct FanOutModel {
+  std::uint32_t fan_out;
+  void handle(Engine<Hop>& engine, const Event<Hop>& event) {
+    if (event.payload.remaining > 0) {
+      for (std::uint32_t i = 1; i <= fan_out; ++i) {
+        engine.send(0, SimTime::from_ps(i), Hop{0});
+      }
+    }
+  }
+};
+
+TEST(Engine, PeakPendingCountsEventsPushedInsideAWindow) {
+  InProcessGroup group(1);
+  RunStats stats;
+  group.run([&](Communicator& communicator) {
+    const PartitionMap map = BlockPartitioner().assign(1, 1);
+    ChannelTable channels;
+    channels.add(LpRange{0, 1}, LpRange{0, 1}, SimTime::from_ps(1), "self");
+    Engine<Hop> engine(communicator, map, channels, EngineOptions{});
+    FanOutModel model{100};
+    engine.schedule(0, SimTime::zero(), Hop{1});
+    stats = engine.run(model);
+  });
+  EXPECT_EQ(stats.events, 101U);
+  EXPECT_EQ(stats.windows, 1U);
+  ASSERT_EQ(stats.processes.size(), 1U);
+  EXPECT_EQ(stats.processes[0].peak_pending, 100U);  // all 100 were pending once the first ran
+}
+
 TEST(Engine, IdleStretchesAreSkippedInOneWindow) {
   // Two LPs on two processes; each hop waits 10^6 lookaheads. Every window holds one event and
   // starts at the next event anywhere, so windows = events, not 10^6 per hop.
