@@ -37,6 +37,17 @@ class BasicCalendarQueue {
 
   [[nodiscard]] bool empty() const { return size_ == 0; }
   [[nodiscard]] std::size_t size() const { return size_; }
+  // Entries of storage the calendar's vectors hold (capacity, empty or not; the near heap aside).
+  [[nodiscard]] std::size_t stored_capacity() const {
+    std::size_t total = run_.capacity() + overflow_.capacity();
+    for (const auto& slot : fine_) {
+      total += slot.capacity();
+    }
+    for (const auto& bucket : coarse_) {
+      total += bucket.capacity();
+    }
+    return total;
+  }
 
   void push(const QueueEntry& entry) {
     ++size_;

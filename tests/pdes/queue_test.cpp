@@ -86,6 +86,40 @@ TEST(CalendarQueue, NarrowAndWideConfigurationsAgree) {
   check_against_reference<BasicCalendarQueue<4096, 512>>(Shape::kBursts, 1000, 100'000, 4);
 }
 
+TEST(CalendarQueue, EmptiedSlotsDoNotKeepTheStorageOfPastBursts) {
+  // A background population calibrates the calendar; then 50 bursts of 10,000 simultaneous-ish
+  // events, each in a later epoch (a coarse bucket of its own), are pushed and drained in turn.
+  // Were every emptied bucket and slot to keep its largest burst's storage, the calendar would hold
+  // 50 x 16,384 entries of capacity once drained; it may keep at most kRetainedEntries per vector,
+  // plus the last burst in the sorted run and in the overflow.
+  CalendarQueue queue;
+  Random random(5, 7);
+  std::uint32_t sequence = 0;
+  auto push = [&](std::uint64_t time) {
+    queue.push(QueueEntry{time, make_tie(0, 0, sequence), sequence, 0});
+    ++sequence;
+  };
+  for (std::size_t i = 0; i < 32 * CalendarQueue::kSlots; ++i) {
+    push(random.below(1'000'000'000));
+  }
+  queue.pop();  // the first pop calibrates: a fine slot of about 1 us, an epoch of about 1 ms
+  constexpr std::uint64_t kEpoch = std::uint64_t{1} << 30;
+  constexpr std::size_t kBurst = 10'000;
+  for (std::uint64_t burst = 1; burst <= 50; ++burst) {
+    for (std::size_t i = 0; i < kBurst; ++i) {
+      push((burst + 1) * kEpoch + random.below(1000));
+    }
+    std::uint64_t last = 0;
+    while (!queue.empty()) {
+      const QueueEntry entry = queue.pop();
+      ASSERT_GE(entry.time, last);
+      last = entry.time;
+    }
+  }
+  const std::size_t bound = 2 * CalendarQueue::kSlots * CalendarQueue::kRetainedEntries + 2 * 2 * kBurst;
+  EXPECT_LE(queue.stored_capacity(), bound);
+}
+
 TEST(DaryHeap, MatchesReferenceOrder) {
   check_against_reference<DaryHeap<2>>(Shape::kExponential, 1000, 50'000, 5);
   check_against_reference<DaryHeap<4>>(Shape::kSimultaneous, 1000, 50'000, 6);
