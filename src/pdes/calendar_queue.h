@@ -133,7 +133,7 @@ class BasicCalendarQueue {
 
   // Makes fine slot `slot` the sorted run of the near tier (the run and late heap are empty).
   void take_slot(std::size_t slot) {
-    run_.swap(fine_[slot]);  // the emptied run's storage is recycled as the slot's
+    run_.swap(fine_[slot]);  // the consumed run's storage goes back to the slot, up to the bound
     release(fine_[slot]);
     run_position_ = 0;
     std::sort(run_.begin(), run_.end(), EntryBefore{});
