@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "config/scenario.h"
@@ -103,9 +104,14 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   out += fmt::format("compute costing: {} estimates, {:.1f}% from the cache, {} fallbacks\n", compute.lookups,
                      compute.lookups > 0 ? 100.0 * static_cast<double>(compute.hits) / static_cast<double>(compute.lookups) : 0.0,
                      compute.fallbacks);
-  out += fmt::format("engine: {} events, {} windows ({:.4g} per simulated second), {} processes, {}\n",
+  std::uint64_t peak_pending = 0;  // the largest pending-event set of any process (memory sizing)
+  for (const auto& process : s.engine.processes) {
+    peak_pending = std::max(peak_pending, process.peak_pending);
+  }
+  out += fmt::format("engine: {} events, {} windows ({:.4g} per simulated second), {} processes, {}; "
+                     "at most {} events pending on a process\n",
                      s.engine.events, s.engine.windows, s.engine.windows_per_simulated_second(),
-                     s.engine.processes.size(), s.partition);
+                     s.engine.processes.size(), s.partition, peak_pending);
   out += fmt::format("wall time: {:.3f} s ({:.3f} s simulating)\n", result.wall_s, s.engine.wall_seconds);
   for (const auto& warning : result.warnings) {
     out += "warning: " + warning + "\n";

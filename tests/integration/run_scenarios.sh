@@ -28,6 +28,8 @@ assert one == two, "summary differs between -np 1 and -np 2"
 print("ok   default scenario: same summary for -np 1 and -np 2, step", one["step_time_s"])
 PY
 grep -q "step time" "$work/one.txt" || { echo "FAIL text summary"; failures=$((failures + 1)); }
+grep -Eq "^engine: .*; at most [1-9][0-9]* events pending on a process$" "$work/one.txt" ||
+  { echo "FAIL text summary: no peak pending-event count on the engine line"; failures=$((failures + 1)); }
 
 # The job script for workstations and interactive allocations gives the same summary.
 timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-json "$work/job.json" > /dev/null 2>&1 ||
