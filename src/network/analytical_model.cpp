@@ -17,14 +17,25 @@ SimTime AnalyticalModel::transfer_time(EndpointId source, EndpointId destination
 }
 
 std::size_t AnalyticalModel::SourceState::index_of(LinkId link, bool& inserted) {
-  const auto found = std::lower_bound(links.begin(), links.end(), link,
-                                      [](const std::pair<LinkId, SimTime>& item, LinkId id) { return item.first < id; });
-  inserted = found == links.end() || found->first != link;
-  if (inserted) {
-    const auto at = links.insert(found, std::pair<LinkId, SimTime>(link, SimTime::zero()));  // may reallocate
-    return static_cast<std::size_t>(at - links.begin());
+  // Lower bound without data-dependent branches: the links a route takes are unpredictable, so a
+  // branching search mispredicts about every other step.
+  std::size_t index = 0;
+  if (!links.empty()) {
+    const LinkId* base = links.data();
+    std::size_t length = links.size();
+    while (length > 1) {
+      const std::size_t half = length / 2;
+      base = base[half] < link ? base + half : base;
+      length -= half;
+    }
+    index = static_cast<std::size_t>(base - links.data()) + (*base < link ? 1 : 0);
   }
-  return static_cast<std::size_t>(found - links.begin());
+  inserted = index == links.size() || links[index] != link;
+  if (inserted) {
+    links.insert(links.begin() + static_cast<std::ptrdiff_t>(index), link);
+    free_at.insert(free_at.begin() + static_cast<std::ptrdiff_t>(index), SimTime::zero());
+  }
+  return index;
 }
 
 SimTime AnalyticalModel::delivery(SimTime entry, const TransferRequest& request) {
@@ -33,12 +44,24 @@ SimTime AnalyticalModel::delivery(SimTime entry, const TransferRequest& request)
   }
   routing_.route(request.source, request.destination, request.flow_key, path_);
   const Graph& graph = routing_.topology().graph();
+  if (request.source >= sources_.size()) {
+    sources_.resize(std::max<std::size_t>(request.source + 1, routing_.topology().num_endpoints()));
+  }
   SourceState& source = sources_[request.source];
   ORRERY_ASSERT(entry >= source.last_entry, "a source's transfers enter the analytical model in time order");
   source.last_entry = entry;
   if (source.links.size() >= source.prune_at) {
-    std::erase_if(source.links, [&](const auto& item) { return item.second <= entry; });
-    source.prune_at = std::max<std::size_t>(32, 2 * source.links.size());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < source.links.size(); ++i) {
+      if (source.free_at[i] > entry) {
+        source.links[kept] = source.links[i];
+        source.free_at[kept] = source.free_at[i];
+        ++kept;
+      }
+    }
+    source.links.resize(kept);
+    source.free_at.resize(kept);
+    source.prune_at = std::max<std::size_t>(32, 2 * kept);
   }
   SimTime start = entry;
   entries_.clear();
@@ -51,7 +74,7 @@ SimTime AnalyticalModel::delivery(SimTime entry, const TransferRequest& request)
       }
     }
     entries_.push_back(index);
-    start = std::max(start, source.links[index].second);
+    start = std::max(start, source.free_at[index]);
   }
   BytesPerSecond last_bandwidth{0.0};
   SimTime occupancy;
@@ -61,7 +84,7 @@ SimTime AnalyticalModel::delivery(SimTime entry, const TransferRequest& request)
       occupancy = SimTime::from_seconds(transfer_seconds(request.bytes, bandwidth));
       last_bandwidth = bandwidth;
     }
-    source.links[entries_[i]].second = start + occupancy;
+    source.free_at[entries_[i]] = start + occupancy;
   }
   return start + path_latency(graph, path_) +
          SimTime::from_seconds(transfer_seconds(request.bytes, path_bottleneck(graph, path_)));

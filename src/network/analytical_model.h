@@ -12,7 +12,6 @@
 #pragma once
 
 #include <queue>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,11 +50,12 @@ class AnalyticalModel final : public NetworkModel {
     }
   };
   // When each link a source's earlier transfers used is free of them again, sorted by link id
-  // (binary search; a source uses tens to hundreds of links). Links whose time has passed are
-  // forgotten when the state has doubled since the last pruning, so a source costs amortised
-  // O(log n) per link of a route.
+  // (binary search over the ids alone; a source uses tens to hundreds of links). Links whose time
+  // has passed are forgotten when the state has doubled since the last pruning, so a source costs
+  // amortised O(log n) per link of a route.
   struct SourceState {
-    std::vector<std::pair<LinkId, SimTime>> links;
+    std::vector<LinkId> links;
+    std::vector<SimTime> free_at;  // parallel to `links`
     std::size_t prune_at = 32;
     SimTime last_entry;  // entries of one source never decrease (checked: pruning relies on it)
     // The index of `link`'s entry, inserted (free at time zero) when missing; `inserted` says so.
@@ -64,7 +64,7 @@ class AnalyticalModel final : public NetworkModel {
   const Routing& routing_;
   mutable std::vector<LinkId> path_;
   std::vector<std::size_t> entries_;  // delivery(): the route's entries in its source's state
-  std::unordered_map<EndpointId, SourceState> sources_;
+  std::vector<SourceState> sources_;  // by source endpoint
   std::priority_queue<Delivery, std::vector<Delivery>, Later> pending_;
 };
 

@@ -38,18 +38,26 @@ namespace {
 __extension__ using Wide = unsigned __int128;  // n·i can exceed 64 bits
 }  // namespace
 
-std::uint64_t segment_bytes(std::uint64_t n, std::uint64_t parts, std::uint64_t i) {
-  const auto wide = static_cast<Wide>(n);
-  return static_cast<std::uint64_t>(wide * (i + 1) / parts - wide * i / parts);
-}
-
 namespace {
 
-// Bytes of segments [first, last) when n bytes are cut into `parts` segments.
+// Bytes of segments [first, last) when n bytes are cut into `parts` segments (last <= parts).
+// 64-bit arithmetic when n · last fits, as it does for any real collective (a 128-bit division is
+// a library call).
 std::uint64_t range_bytes(std::uint64_t n, std::uint64_t parts, std::uint64_t first, std::uint64_t last) {
+  if (last == 0 || n <= UINT64_MAX / last) {
+    return n * last / parts - n * first / parts;
+  }
   const auto wide = static_cast<Wide>(n);
   return static_cast<std::uint64_t>(wide * last / parts - wide * first / parts);
 }
+
+}  // namespace
+
+std::uint64_t segment_bytes(std::uint64_t n, std::uint64_t parts, std::uint64_t i) {
+  return range_bytes(n, parts, i, i + 1);
+}
+
+namespace {
 
 // --- ring ------------------------------------------------------------------------------------
 // All-reduce = reduce-scatter (p-1 steps) + all-gather (p-1 steps); member m sends to m+1.

@@ -3,7 +3,9 @@
 // byte reduced. Each test states the equation it checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "plan_evaluator.h"
 #include "system/collective_plan.h"
@@ -192,6 +194,31 @@ TEST(Plans, EveryCombinationCompletesAndSendsTheRightBytes) {
       }
     }
   }
+}
+
+TEST(Plans, SegmentsPartitionTheBytesExactlyAtAnySize) {
+  // Segment i of n bytes in p parts is floor(n(i+1)/p) - floor(ni/p): sizes differ by at most one
+  // and sum to n, also where n·p overflows 64 bits (the 128-bit path).
+  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{7}, std::uint64_t{1000003}, std::uint64_t{1} << 40,
+                                UINT64_MAX / 3, UINT64_MAX - 1, UINT64_MAX}) {
+    for (const std::uint64_t p : {std::uint64_t{1}, std::uint64_t{3}, std::uint64_t{8}, std::uint64_t{32768}}) {
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " p=" << p);
+      std::uint64_t total = 0;
+      std::uint64_t smallest = UINT64_MAX;
+      std::uint64_t largest = 0;
+      for (std::uint64_t i = 0; i < p; ++i) {
+        const std::uint64_t bytes = segment_bytes(n, p, i);
+        total += bytes;
+        smallest = std::min(smallest, bytes);
+        largest = std::max(largest, bytes);
+      }
+      EXPECT_EQ(total, n);
+      EXPECT_EQ(smallest, n / p);
+      EXPECT_LE(largest - smallest, 1U);
+    }
+  }
+  EXPECT_EQ(segment_bytes(UINT64_MAX, 2, 0), UINT64_MAX / 2);  // floor((2^64 - 1) / 2)
+  EXPECT_EQ(segment_bytes(UINT64_MAX, 2, 1), UINT64_MAX / 2 + 1);
 }
 
 TEST(Plans, UnsupportedCombinationsAreClearErrors) {

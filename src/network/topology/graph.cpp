@@ -70,13 +70,17 @@ void Graph::finish() {
       return links_[x].to != links_[y].to ? links_[x].to < links_[y].to : x < y;
     });
   }
+  out_heads_.resize(out_.size());
+  for (std::size_t i = 0; i < out_.size(); ++i) {
+    out_heads_[i] = links_[out_[i]].to;
+  }
 }
 
 LinkId Graph::link_between(VertexId from, VertexId to) const {
-  const auto out = out_links(from);
-  const auto it = std::lower_bound(out.begin(), out.end(), to,
-                                   [this](LinkId id, VertexId head) { return links_[id].to < head; });
-  return it != out.end() && links_[*it].to == to ? *it : kNoLink;
+  const auto first = out_heads_.begin() + out_begin_[from];
+  const auto last = out_heads_.begin() + out_begin_[from + 1];
+  const auto it = std::lower_bound(first, last, to);
+  return it != last && *it == to ? out_[static_cast<std::size_t>(it - out_heads_.begin())] : kNoLink;
 }
 
 LinkId Graph::require_link(VertexId from, VertexId to) const {

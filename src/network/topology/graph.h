@@ -1,7 +1,8 @@
 // The topology as a directed graph: vertices (devices, scale-up switches, NICs, fabric routers)
 // and links with a bandwidth (bytes per second, per direction) and a latency (SimTime). Built
 // once by the topology builders, then immutable; outgoing links are kept sorted by head vertex so
-// that link_between() is a binary search.
+// that link_between() is a binary search, over a contiguous copy of the heads (routing calls it
+// for every hop of every route, so it should not touch the links themselves).
 #pragma once
 
 #include <cstdint>
@@ -66,6 +67,7 @@ class Graph {
   std::vector<Link> links_;
   std::vector<std::uint32_t> out_begin_;
   std::vector<LinkId> out_;
+  std::vector<VertexId> out_heads_;  // links_[out_[i]].to, for link_between()
 };
 
 }  // namespace orrery::network
