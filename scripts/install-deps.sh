@@ -16,7 +16,7 @@ packages=(
   # libraries
   libboost-dev libprotobuf-dev protobuf-compiler libhdf5-openmpi-dev
   libfmt-dev libspdlog-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libpcg-cpp-dev zlib1g-dev
+  libpcg-cpp-dev zlib1g-dev libabsl-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # analysis tools (tools/, make validate)

@@ -7,6 +7,9 @@
 #include <queue>
 #include <set>
 #include <unordered_map>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/node_hash_map.h>
 #include <tuple>
 #include <variant>
 
@@ -136,7 +139,7 @@ struct Run {
   std::vector<std::uint32_t> next_chunk;  // per lane: the next chunk to start
   std::uint32_t finished = 0;
   SimTime issued_at;
-  std::unordered_map<std::uint64_t, std::uint32_t> arrivals;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> arrivals;
 };
 
 struct StepRecord {
@@ -166,7 +169,7 @@ struct RankState {
   std::uint32_t step = 0;
   std::uint32_t remaining = 0;
   bool finished = false;
-  std::unordered_map<std::uint32_t, std::uint32_t> waiting;  // exec op -> producers not yet done
+  absl::flat_hash_map<std::uint32_t, std::uint32_t> waiting;  // exec op -> producers not yet done
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready_compute;
   std::set<std::uint32_t> ready_comm;
   std::uint32_t next_comm = 0;
@@ -176,10 +179,14 @@ struct RankState {
   SimTime running_since;
   std::uint32_t active_comm = 0;
   std::uint32_t launching = 0;  // collectives issued whose launch cost is still running
-  std::unordered_map<std::uint64_t, Run> runs;
+  // runs, sends, waiting and Run::arrivals are touched by nearly every event, so they are Abseil's
+  // maps (faster than std::unordered_map by about 10% of a 1,024-device run, bench/RESULTS.md).
+  // Runs stay node-based: references to a Run are held while other runs are created. Abseil seeds
+  // its hash per process, so none of them is iterated where the order could reach an output.
+  absl::node_hash_map<std::uint64_t, Run> runs;
   std::unordered_map<MessageTag, std::uint32_t, TagHash> peer_arrived;
   std::unordered_map<MessageTag, std::uint32_t, TagHash> posted_recvs;
-  std::unordered_map<std::uint64_t, SendOwner> sends;  // request id -> what waits for its delivery
+  absl::flat_hash_map<std::uint64_t, SendOwner> sends;  // request id -> what waits for its delivery
   std::uint32_t peer_sends = 0;                        // point-to-point sends not yet delivered
   std::unordered_map<MessageTag, std::uint32_t, TagHash> switch_uploads;  // as the aggregator of in-switch groups
   SimTime switch_up_free;    // when this rank's uplink to the scale-up switch is free
@@ -336,10 +343,16 @@ class SystemModel {
     const RankState& rank = states_[lp];
     const ProgramModel& program = *programs_[rank.program];
     std::string reason = fmt::format("rank {} ({} device {}), step {}: ", lp, program.label(), rank.device, rank.step + 1);
+    const Run* waiting_run = nullptr;  // the issued run of the lowest key (the map's order is not stable)
+    std::uint64_t waiting_key = 0;
     for (const auto& [key, run] : rank.runs) {
-      if (!run.issued) {
-        continue;
+      if (run.issued && (waiting_run == nullptr || key < waiting_key)) {
+        waiting_run = &run;
+        waiting_key = key;
       }
+    }
+    if (waiting_run != nullptr) {
+      const Run& run = *waiting_run;
       const ExecOp& exec = program.graph().op(run.exec_op);
       const auto& group = program.group_set(program.collective(run.exec_op).group_set).groups[run.group];
       std::vector<std::uint32_t> members;
@@ -352,7 +365,10 @@ class SystemModel {
                                   run.plan->steps(run.member, 0));
     }
     if (!rank.posted_recvs.empty()) {
-      const std::uint32_t op = rank.posted_recvs.begin()->second;
+      const auto first = std::min_element(rank.posted_recvs.begin(), rank.posted_recvs.end(), [](const auto& a, const auto& b) {
+        return std::pair(a.first.high, a.first.low) < std::pair(b.first.high, b.first.low);
+      });  // the earliest step's, then the lowest tag: not the map's order
+      const std::uint32_t op = first->second;
       return reason + fmt::format("waits for the data of {} (channel {})",
                                   program.describe_op(program.graph().op(op).source), program.peer(op).channel);
     }
