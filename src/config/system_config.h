@@ -81,6 +81,7 @@ struct SystemConfig {
   ScaleUpConfig scale_up;
   double endpoint_delay_ns = 1000.0;
   double collective_launch_ns = 0.0;
+  std::uint64_t p2p_eager_bytes = 4194304;  // NCCL_BUFFSIZE's default
   std::uint64_t combine_threshold_bytes = 31457287;  // XLA's kDefaultAllReduceCombineThreshold
   CollectiveChoice collectives;
   std::uint32_t chunks = 4;
@@ -103,6 +104,11 @@ struct SystemConfig {
       "Fixed cost of starting a collective on each rank before its first transfer (ns): a library's "
       "kernel launch and setup, as NCCL's. 0: none.",
       nonnegative());
+    v("p2p_eager_bytes", p2p_eager_bytes,
+      "Bytes of a point-to-point send that move before its receiver has posted the matching recv (a "
+      "library's connection buffer; default NCCL_BUFFSIZE's 4 MiB). The rest of a larger send moves "
+      "once the receiver's clear-to-send notice reaches the sender, so a sender cannot run ahead of "
+      "its receiver by more than this.");
     v("combine_threshold_bytes", combine_threshold_bytes,
       "Combine independent all-reduces (and all-gathers, reduce-scatters) of one computation with the "
       "same key (kind, reduction, element type, groups) into one collective of at most this many bytes "

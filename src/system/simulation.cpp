@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/node_hash_map.h>
@@ -54,11 +55,14 @@ struct CollectiveLaunched {
 struct SendsDelivered {  // the last send of a collective pipeline's step
   MessageTag tag;
 };
-struct PeerSendDelivered {  // a point-to-point send
+struct PeerSendDelivered {  // a part of a point-to-point send
   std::uint32_t op;
 };
+struct ClearToSend {  // a receiver posted the recv of a send larger than system.p2p_eager_bytes
+  MessageTag tag;     // the message's tag (part kWhole)
+};
 using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown,
-                             CollectiveLaunched, SendsDelivered, PeerSendDelivered>;
+                             CollectiveLaunched, SendsDelivered, PeerSendDelivered, ClearToSend>;
 
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
@@ -67,9 +71,10 @@ constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after eve
 // peer that has not consumed its data yet (a one-way permute's source, a broadcast root), and each
 // step's data must reach its own step. The low word names the transfer within the step:
 // Collective transfer: [63]=0 | ordinal 23 | plan step 20 | chunk 8 | lane 2 | training step mod 1024.
-// Point-to-point:      [63]=1 | channel index 23 | occurrence 30 | training step mod 1024 (the
-// channel index numbers the program's channel handles densely, so distinct handles never share a
-// tag). The low word alone seeds a flow's path choice (flow_key), so paths repeat every 1,024 steps.
+// Point-to-point:      [63]=1 | channel index 23 | occurrence 28 | part 2 | training step mod 1024
+// (the channel index numbers the program's channel handles densely, so distinct handles never
+// share a tag; the part says whether the transfer is the whole message or the eager head or the
+// tail of a send larger than system.p2p_eager_bytes). The low word alone seeds a flow's path choice (flow_key), so paths repeat every 1,024 steps.
 struct CollectiveTag {
   std::uint32_t ordinal;
   std::uint32_t step;
@@ -96,11 +101,19 @@ CollectiveTag decode(const MessageTag& tag) {
 }
 constexpr std::uint64_t kPeerBit = 1ULL << 63;
 constexpr std::uint32_t kMaxChannels = 1U << 23;
-MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
+enum class PeerPart : std::uint64_t { kWhole = 0, kHead = 1, kTail = 2 };
+constexpr std::uint64_t kPeerPartShift = 10;
+MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step,
+                    PeerPart part = PeerPart::kWhole) {
   return MessageTag{kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
-                        ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 30) - 1)) << 10) |
-                        (training_step & kStepMask),
+                        ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 28) - 1)) << 12) |
+                        (static_cast<std::uint64_t>(part) << kPeerPartShift) | (training_step & kStepMask),
                     training_step};
+}
+PeerPart peer_part(const MessageTag& tag) { return static_cast<PeerPart>((tag.low >> kPeerPartShift) & 3); }
+MessageTag whole_message(MessageTag tag) {
+  tag.low &= ~(3ULL << kPeerPartShift);
+  return tag;
 }
 struct TagHash {
   std::size_t operator()(const MessageTag& tag) const { return hash_combine(tag.low, tag.high); }
@@ -161,6 +174,15 @@ struct SendOwner {
   bool peer = false;
 };
 
+// What has arrived of a point-to-point message: the whole of it, or its eager head and its tail.
+struct PeerReceipt {
+  std::uint64_t bytes = 0;
+  bool whole = false;
+  bool head = false;
+  bool tail = false;
+  [[nodiscard]] bool complete() const { return whole || (head && tail); }
+};
+
 struct RankState {
   std::uint32_t program = 0;
   std::uint32_t device = 0;
@@ -184,8 +206,11 @@ struct RankState {
   // Runs stay node-based: references to a Run are held while other runs are created. Abseil seeds
   // its hash per process, so none of them is iterated where the order could reach an output.
   absl::node_hash_map<std::uint64_t, Run> runs;
-  std::unordered_map<MessageTag, std::uint32_t, TagHash> peer_arrived;
-  std::unordered_map<MessageTag, std::uint32_t, TagHash> posted_recvs;
+  std::unordered_map<MessageTag, PeerReceipt, TagHash> peer_arrived;  // by message: what has come of it
+  std::unordered_map<MessageTag, std::uint32_t, TagHash> posted_recvs;  // message -> recv op waiting for it
+  std::unordered_map<MessageTag, std::uint32_t, TagHash> awaiting_clearance;  // message -> send op whose tail waits
+  std::unordered_set<MessageTag, TagHash> cleared;  // clear-to-send notices that came before their send
+  std::unordered_map<std::uint32_t, std::uint32_t> send_parts;  // send op -> its transfers not yet delivered
   absl::flat_hash_map<std::uint64_t, SendOwner> sends;  // request id -> what waits for its delivery
   std::uint32_t peer_sends = 0;                        // point-to-point sends not yet delivered
   std::unordered_map<MessageTag, std::uint32_t, TagHash> switch_uploads;  // as the aggregator of in-switch groups
@@ -226,6 +251,7 @@ class SystemModel {
         num_ranks_(ranks),
         injection_(SimTime::from_nanoseconds(scenario_.system.endpoint_delay_ns)),
         launch_(SimTime::from_nanoseconds(scenario_.system.collective_launch_ns)),
+        eager_bytes_(scenario_.system.p2p_eager_bytes),
         states_(ranks),
         rank_program_(ranks),
         rank_device_(ranks) {
@@ -295,7 +321,7 @@ class SystemModel {
               if (delivered->kind == network::NetworkMessage::Kind::kSent) {
                 on_sent(engine, lp, rank, delivered->request.id);
               } else {
-                on_arrival(engine, lp, rank, delivered->tag);
+                on_arrival(engine, lp, rank, delivered->tag, delivered->request.bytes.count);
               }
             }
           } else if constexpr (std::is_same_v<T, ComputeDone>) {
@@ -323,8 +349,9 @@ class SystemModel {
             pipeline.wake_pending = false;
             resume(engine, lp, rank, run, tag.ordinal, tag.lane, tag.chunk);
           } else if constexpr (std::is_same_v<T, PeerSendDelivered>) {
-            --rank.peer_sends;
-            complete(engine, lp, rank, payload.op);
+            peer_part_delivered(engine, lp, rank, payload.op);
+          } else if constexpr (std::is_same_v<T, ClearToSend>) {
+            on_clear_to_send(engine, lp, rank, payload.tag);
           }
         },
         event.payload);
@@ -363,6 +390,19 @@ class SystemModel {
       return reason + fmt::format("waits in {} over ranks {} (its step {} of {})", program.describe_op(exec.source),
                                   format_rank_set(members), first.step + 1,
                                   run.plan->steps(run.member, 0));
+    }
+    if (!rank.awaiting_clearance.empty()) {
+      const auto first = std::min_element(
+          rank.awaiting_clearance.begin(), rank.awaiting_clearance.end(), [](const auto& a, const auto& b) {
+            return std::pair(a.first.high, a.first.low) < std::pair(b.first.high, b.first.low);
+          });
+      const std::uint32_t op = first->second;
+      const PeerInfo& peer = program.peer(op);
+      const std::uint32_t to = programs_[receiver_of_channel_.at(peer.channel)]->global_rank(peer.target_of[rank.device]);
+      return reason + fmt::format("waits to send the rest of {} ({} bytes on channel {}) until rank {} posts the "
+                                  "matching recv (only system.p2p_eager_bytes = {} of a send move before that)",
+                                  program.describe_op(program.graph().op(op).source), peer.bytes, peer.channel, to,
+                                  eager_bytes_);
     }
     if (!rank.posted_recvs.empty()) {
       const auto first = std::min_element(rank.posted_recvs.begin(), rank.posted_recvs.end(), [](const auto& a, const auto& b) {
@@ -795,9 +835,10 @@ class SystemModel {
     complete(engine, lp, rank, op);
   }
 
-  void on_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
+  void on_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag,
+                  std::uint64_t bytes) {
     if ((tag.low & kPeerBit) != 0) {
-      on_peer_arrival(engine, lp, rank, tag);
+      on_peer_arrival(engine, lp, rank, tag, bytes);
       return;
     }
     const CollectiveTag t = decode(tag);
@@ -819,8 +860,7 @@ class SystemModel {
     const SendOwner owner = found->second;
     rank.sends.erase(found);
     if (owner.peer) {
-      --rank.peer_sends;
-      complete(engine, lp, rank, owner.peer_op);
+      peer_part_delivered(engine, lp, rank, owner.peer_op);
       return;
     }
     Run& run = rank.runs.at(owner.run);
@@ -953,7 +993,7 @@ class SystemModel {
         return;
       }
     }
-    on_arrival(engine, lp, rank, down.tag);
+    on_arrival(engine, lp, rank, down.tag, 0);
   }
 
   // --- point-to-point ---------------------------------------------------------------------------
@@ -994,6 +1034,7 @@ class SystemModel {
                                       channel, found->second.size()));
       }
       receiver_of_channel_[channel] = *found->second.begin();
+      sender_of_channel_[channel] = *programs.begin();
     }
     for (const auto& [channel, programs] : receivers) {
       if (!senders.contains(channel)) {
@@ -1011,61 +1052,153 @@ class SystemModel {
     }
   }
 
+  // A send of at most system.p2p_eager_bytes moves at once, whole. A larger one moves its first
+  // p2p_eager_bytes at once (the head, into the receiver's connection buffer) and the rest (the
+  // tail) once the receiver has posted the matching recv and its clear-to-send notice has come
+  // back; whole, if that notice is already here. The send is done when all of it is delivered.
   void send_to_peer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
     const ProgramModel& program = *programs_[rank.program];
     const PeerInfo& peer = program.peer(op);
     const std::uint32_t target = peer.target_of[rank.device];
-    if (target != PeerInfo::kNone) {
-      const ProgramModel& receiver = *programs_[receiver_of_channel_.at(peer.channel)];
-      if (target >= receiver.ranks().size()) {
-        throw OrreryError(ErrorCode::kMismatch,
-                          fmt::format("{} on rank {} sends to device {} of {}, which has {} devices",
-                                      program.describe_op(program.graph().op(op).source), lp, target,
-                                      receiver.label(), receiver.ranks().size()));
-      }
-      const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
-      // The send is done when its data has been delivered, as XLA's send-done is.
-      ++rank.peer_sends;
-      const Sent sent = put_on_network(engine, lp, rank, receiver.global_rank(target), peer.bytes, tag);
-      if (sent.delivery) {
-        engine.send(lp, *sent.delivery - engine.now(), PeerSendDelivered{op});
-        return;
-      }
-      SendOwner owner;
-      owner.peer = true;
-      owner.peer_op = op;
-      rank.sends.emplace(*sent.id, owner);
+    if (target == PeerInfo::kNone) {
+      complete(engine, lp, rank, op);
       return;
     }
+    const ProgramModel& receiver = *programs_[receiver_of_channel_.at(peer.channel)];
+    if (target >= receiver.ranks().size()) {
+      throw OrreryError(ErrorCode::kMismatch,
+                        fmt::format("{} on rank {} sends to device {} of {}, which has {} devices",
+                                    program.describe_op(program.graph().op(op).source), lp, target, receiver.label(),
+                                    receiver.ranks().size()));
+    }
+    const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
+    const std::uint32_t to = receiver.global_rank(target);
+    ++rank.peer_sends;  // the send is done when its data has been delivered, as XLA's send-done is
+    if (peer.bytes <= eager_bytes_ || rank.cleared.erase(tag) > 0) {
+      rank.send_parts[op] = 1;
+      send_peer_part(engine, lp, rank, op, to, peer.bytes, tag);
+      return;
+    }
+    rank.awaiting_clearance.emplace(tag, op);
+    rank.send_parts[op] = eager_bytes_ > 0 ? 2 : 1;
+    if (eager_bytes_ > 0) {
+      send_peer_part(engine, lp, rank, op, to, eager_bytes_,
+                     peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step,
+                              PeerPart::kHead));
+    }
+  }
+
+  void send_peer_part(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op,
+                      std::uint32_t to, std::uint64_t bytes, const MessageTag& tag) {
+    const Sent sent = put_on_network(engine, lp, rank, to, bytes, tag);
+    if (sent.delivery) {
+      engine.send(lp, *sent.delivery - engine.now(), PeerSendDelivered{op});
+      return;
+    }
+    SendOwner owner;
+    owner.peer = true;
+    owner.peer_op = op;
+    rank.sends.emplace(*sent.id, owner);
+  }
+
+  void peer_part_delivered(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const auto parts = rank.send_parts.find(op);
+    ORRERY_ASSERT(parts != rank.send_parts.end() && parts->second > 0, "a delivery for a send with nothing in flight");
+    if (--parts->second > 0) {
+      return;
+    }
+    rank.send_parts.erase(parts);
+    --rank.peer_sends;
     complete(engine, lp, rank, op);
+  }
+
+  // The receiver of `tag`'s message posted its recv: send the tail, or remember the notice for the
+  // send that has not started yet.
+  void on_clear_to_send(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
+    const auto waiting = rank.awaiting_clearance.find(tag);
+    if (waiting == rank.awaiting_clearance.end()) {
+      rank.cleared.insert(tag);
+      return;
+    }
+    const std::uint32_t op = waiting->second;
+    rank.awaiting_clearance.erase(waiting);
+    const ProgramModel& program = *programs_[rank.program];
+    const PeerInfo& peer = program.peer(op);
+    const ProgramModel& receiver = *programs_[receiver_of_channel_.at(peer.channel)];
+    const std::uint32_t to = receiver.global_rank(peer.target_of[rank.device]);
+    if (eager_bytes_ == 0) {
+      send_peer_part(engine, lp, rank, op, to, peer.bytes, tag);
+      return;
+    }
+    MessageTag tail = tag;
+    tail.low |= static_cast<std::uint64_t>(PeerPart::kTail) << kPeerPartShift;
+    send_peer_part(engine, lp, rank, op, to, peer.bytes - eager_bytes_, tail);
+  }
+
+  // How long a clear-to-send notice takes from `from` to `to`: the injection delay plus the
+  // route's link latencies (a credit carries no payload to speak of).
+  SimTime notice_delay(std::uint32_t from, std::uint32_t to, const MessageTag& tag) {
+    routing_.route(placement_.endpoint_of(from), placement_.endpoint_of(to), hash_combine(tag.low, from), route_);
+    return injection_ + network::path_latency(topology_.graph(), route_);
   }
 
   void post_recv(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
     const ProgramModel& program = *programs_[rank.program];
     const PeerInfo& peer = program.peer(op);
-    if (peer.source_of[rank.device] == PeerInfo::kNone) {
+    const std::uint32_t source = peer.source_of[rank.device];
+    if (source == PeerInfo::kNone) {
       complete(engine, lp, rank, op);
       return;
     }
     const MessageTag tag = peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step);
-    const auto arrived = rank.peer_arrived.find(tag);
-    if (arrived != rank.peer_arrived.end()) {
-      if (--arrived->second == 0) {
-        rank.peer_arrived.erase(arrived);
-      }
-      complete(engine, lp, rank, op);
-      return;
-    }
     rank.posted_recvs[tag] = op;
+    if (peer.bytes > eager_bytes_) {
+      const std::uint32_t sender = programs_[sender_of_channel_.at(peer.channel)]->global_rank(source);
+      engine.send(sender, notice_delay(lp, sender, tag), ClearToSend{tag});
+    }
+    try_receive(engine, lp, rank, tag);
   }
 
-  void on_peer_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag) {
-    const auto posted = rank.posted_recvs.find(tag);
-    if (posted == rank.posted_recvs.end()) {
-      ++rank.peer_arrived[tag];
+  void on_peer_arrival(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& tag,
+                       std::uint64_t bytes) {
+    const MessageTag message = whole_message(tag);
+    PeerReceipt& receipt = rank.peer_arrived[message];
+    receipt.bytes += bytes;
+    switch (peer_part(tag)) {
+      case PeerPart::kWhole: receipt.whole = true; break;
+      case PeerPart::kHead: receipt.head = true; break;
+      case PeerPart::kTail: receipt.tail = true; break;
+    }
+    try_receive(engine, lp, rank, message);
+  }
+
+  // Completes the recv posted for `message` once all of the message has arrived; a message whose
+  // size differs from the recv's is an error that names both ends.
+  void try_receive(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MessageTag& message) {
+    const auto posted = rank.posted_recvs.find(message);
+    const auto arrived = rank.peer_arrived.find(message);
+    if (posted == rank.posted_recvs.end() || arrived == rank.peer_arrived.end()) {
       return;
     }
     const std::uint32_t op = posted->second;
+    const ProgramModel& program = *programs_[rank.program];
+    const PeerInfo& peer = program.peer(op);
+    const PeerReceipt& receipt = arrived->second;
+    const bool larger = receipt.head && peer.bytes <= eager_bytes_;  // a head: the send is larger than that
+    if (!receipt.complete() && !larger) {
+      return;
+    }
+    if (larger || receipt.bytes != peer.bytes) {
+      const std::uint32_t sender = programs_[sender_of_channel_.at(peer.channel)]->global_rank(peer.source_of[rank.device]);
+      throw OrreryError(ErrorCode::kMismatch,
+                        fmt::format("channel {}: {} on rank {} receives {} bytes, but the matching send on rank {} "
+                                    "sends {} bytes (step {})",
+                                    peer.channel, program.describe_op(program.graph().op(op).source), lp, peer.bytes,
+                                    sender,
+                                    larger ? fmt::format("more than {}", eager_bytes_) : std::to_string(receipt.bytes),
+                                    message.high + 1));
+    }
+    rank.peer_arrived.erase(arrived);
     rank.posted_recvs.erase(posted);
     complete(engine, lp, rank, op);
   }
@@ -1079,6 +1212,7 @@ class SystemModel {
   std::uint32_t num_ranks_;
   SimTime injection_;
   SimTime launch_;  // system.collective_launch_ns
+  std::uint64_t eager_bytes_;  // system.p2p_eager_bytes
   double reduction_rate_ = 0.0;  // bytes per second
   std::uint32_t chunks_ = 1;
   std::uint32_t in_flight_limit_ = 1;
@@ -1088,6 +1222,7 @@ class SystemModel {
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
   std::vector<network::LinkId> route_;  // scratch for selection_context
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
+  std::map<std::int64_t, std::uint32_t> sender_of_channel_;
   std::map<std::int64_t, std::uint32_t> channel_index_;  // channel handle -> dense index, in handle order
   std::vector<std::vector<std::uint64_t>> op_ps_ = std::vector<std::vector<std::uint64_t>>(programs_.size());
   std::vector<std::vector<std::uint64_t>> op_counts_ = std::vector<std::vector<std::uint64_t>>(programs_.size());

@@ -606,5 +606,145 @@ TEST(Simulation, ADeadlockNamesTheBlockedRanks) {
   }
 }
 
+namespace rendezvous {
+
+// Rendezvous: a point-to-point send larger than system.p2p_eager_bytes moves its first
+// p2p_eager_bytes at once and the rest once the receiver has posted its recv and the notice has
+// come back (0.5 µs injection + 1 µs latency). The stages are those of ChannelHandlesNeverShareATag:
+// a adds (10 µs) and sends 64 B on channel 2; b adds twice and sends 64 B on channel 1; c receives
+// on 1, adds, receives on 2, adds.
+constexpr double kNotice = 0.5e-6 + 1e-6;
+
+Outcome stages(const char* model, std::uint32_t processes, std::vector<std::string> overrides) {
+  return run_programs({{fmt::format(kSendAfterOneAdd, 2, "[[0, 0]]", 1), {0}},
+                       {fmt::format(kSendAfterTwoAdds, 1), {1}},
+                       {fmt::format(kRecvTwice, 2), {2}}},
+                      scenario_text(model), processes, overrides);
+}
+
+TEST(Simulation, ASendLargerThanTheEagerLimitWaitsForItsReceiver) {
+  // c posts its recv on 1 at 0, so b's notice is there before b sends: b's 64 B go whole at 20 µs
+  // and arrive at d = 20 µs + 1.5 µs + 64 B / 100 GB/s. c posts its recv on 2 then; a sent its
+  // 16-byte head at 10 µs and waits for the notice (d + 1.5 µs) to send its 48-byte tail, which
+  // arrives at d + 3 µs + 48 B / 100 GB/s. c's adds run from d to d + 20 µs either way.
+  const double d = 20e-6 + kNotice + 64 / 1e11;
+  const double tail = d + 2 * kNotice + 48 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome held = stages(model, processes, {"system.p2p_eager_bytes=16"});
+      ASSERT_EQ(held.error, "");
+      EXPECT_NEAR(held.summary.first_step_s, d + 20e-6, 1e-12);
+      // Communication: a from its send to the tail's delivery; b its own delivery; c from 0
+      // until the tail is in.
+      EXPECT_NEAR(held.summary.comm_s.min, d - 20e-6, 1e-12);
+      EXPECT_NEAR(held.summary.comm_s.max, tail, 1e-12);
+      EXPECT_NEAR(held.summary.comm_s.mean, ((tail - 10e-6) + (d - 20e-6) + tail) / 3, 1e-12);
+      EXPECT_EQ(held.summary.transfers, 3U);  // a's head and tail, b's whole message
+
+      // Under the default limit (4 MiB) every message goes whole at once: a's send is done at its
+      // delivery and c's recv on 2 finds the data there.
+      const Outcome eager = stages(model, processes, {});
+      ASSERT_EQ(eager.error, "");
+      EXPECT_NEAR(eager.summary.first_step_s, d + 20e-6, 1e-12);
+      EXPECT_NEAR(eager.summary.comm_s.max, d, 1e-12);
+      EXPECT_NEAR(eager.summary.comm_s.mean, ((d - 20e-6) + (d - 20e-6) + d) / 3, 1e-12);
+      EXPECT_EQ(eager.summary.transfers, 2U);
+    }
+  }
+}
+
+TEST(Simulation, ASenderCannotRunAheadOfItsReceiverBeyondTheEagerLimit) {
+  // The stages again over 20 steps with c ten times slower (adds of 100 µs). Under the default
+  // limit a and b run ahead and c's steady step is its two adds (200 µs). With a 16-byte limit
+  // every message waits for its recv: c posts its recv on 1 as its step starts and waits for b's
+  // tail (2 notices' worth of latency plus 48 B) before its first add; a's tail comes in under c's
+  // first add. So c's step is 3 µs + 48 B / 100 GB/s + 200 µs, and a and b wait for c in their
+  // sends instead of running ahead of it.
+  const double wait = 2 * kNotice + 48 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const std::vector<std::string> slow_c = {"workload.steps=20", "system.stragglers=[{rank: 2, slowdown_percent: 900}]"};
+      const Outcome eager = stages(model, processes, slow_c);
+      ASSERT_EQ(eager.error, "");
+      EXPECT_NEAR(eager.summary.step_time_s, 200e-6, 1e-12);
+      EXPECT_LT(eager.summary.comm_s.min, 2e-6);  // b: its delivery alone
+
+      std::vector<std::string> held_overrides = slow_c;
+      held_overrides.emplace_back("system.p2p_eager_bytes=16");
+      const Outcome held = stages(model, processes, held_overrides);
+      ASSERT_EQ(held.error, "");
+      EXPECT_NEAR(held.summary.step_time_s, 200e-6 + wait, 1e-12);
+      // a: 10 µs of adds per step, the rest in its send, waiting for c; c: its two recvs' waits,
+      // the second under its first add.
+      EXPECT_NEAR(held.summary.comm_s.max, 200e-6 + wait - 10e-6, 1e-12);
+      EXPECT_NEAR(held.summary.comm_s.min, 2 * wait, 1e-12);
+      EXPECT_NEAR(held.summary.compute_s.min, 10e-6, 1e-12);
+    }
+  }
+}
+
+// Each of two devices sends 64 B to the other and receives {0} floats; the recv takes token {1}:
+// %s (it follows the send) or %t (it does not wait for the send).
+constexpr const char* kSendThenRecv = R"(
+module @swap attributes {{mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%arg0: tensor<16xf32>) -> tensor<16xf32> {{
+    %0 = stablehlo.add %arg0, %arg0 : tensor<16xf32>
+    %t = stablehlo.create_token : !stablehlo.token
+    %s = "stablehlo.send"(%0, %t) {{channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}} : (tensor<16xf32>, !stablehlo.token) -> !stablehlo.token
+    %r:2 = "stablehlo.recv"({1}) {{channel_handle = #stablehlo.channel_handle<handle = 7, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}} : (!stablehlo.token) -> (tensor<{0}xf32>, !stablehlo.token)
+    return %0 : tensor<16xf32>
+  }}
+}}
+)";
+
+TEST(Simulation, SendsThatBothWaitForTheirReceiversAreADeadlock) {
+  // Under the default limit both sends go at once and the step is the add plus one delivery. With
+  // a 16-byte limit each send waits for a recv that only follows it: NCCL hangs there; the run
+  // ends naming the ranks, the send and what it waits for.
+  const std::string module = fmt::format(kSendThenRecv, 16, "%s");
+  for (const std::uint32_t processes : {1U, 2U}) {
+    SCOPED_TRACE(processes);
+    const Outcome eager = run(module, scenario_text("analytical"), processes, {}, {0, 1});
+    ASSERT_EQ(eager.error, "");
+    EXPECT_NEAR(eager.summary.step_time_s, 10e-6 + kNotice + 64 / 1e11, 1e-12);
+    const Outcome held = run(module, scenario_text("analytical"), processes, {"system.p2p_eager_bytes=16"}, {0, 1});
+    EXPECT_NE(held.error.find("deadlock: no events are left but 2 of 2 ranks have not finished"), std::string::npos)
+        << held.error;
+    EXPECT_NE(held.error.find("rank 0 (test.mlir device 0), step 1: waits to send the rest of test.mlir:6:"),
+              std::string::npos)
+        << held.error;
+    EXPECT_NE(held.error.find("(64 bytes on channel 7) until rank 1 posts the matching recv (only "
+                              "system.p2p_eager_bytes = 16 of a send move before that)"),
+              std::string::npos)
+        << held.error;
+  }
+}
+
+TEST(Simulation, APointToPointMessageOfTheWrongSizeIsAnError) {
+  // Each device sends 64 B but its peer's recv, posted at once, takes 8 floats (32 B). Whether
+  // the message goes whole (the default limit; or 16, as the recv's notice is there before the
+  // send), or its head alone already exceeds the recv (40), the run ends naming the channel, the
+  // recv, both ranks and both sizes.
+  const std::string module = fmt::format(kSendThenRecv, 8, "%t");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"system.p2p_eager_bytes=4194304", "sends 64 bytes"},
+      {"system.p2p_eager_bytes=16", "sends 64 bytes"},
+      {"system.p2p_eager_bytes=40", "sends more than 40 bytes"}};
+  for (const auto& [limit, sent] : cases) {
+    for (const char* model : {"analytical", "flow"}) {
+      SCOPED_TRACE(limit + " " + model);
+      const Outcome outcome = run(module, scenario_text(model), 1, {limit}, {0, 1});
+      EXPECT_NE(outcome.error.find("channel 7: test.mlir:7:"), std::string::npos) << outcome.error;
+      EXPECT_NE(outcome.error.find("receives 32 bytes, but the matching send on rank"), std::string::npos)
+          << outcome.error;
+      EXPECT_NE(outcome.error.find(sent + " (step 1)"), std::string::npos) << outcome.error;
+    }
+  }
+}
+
+}  // namespace rendezvous
+
 }  // namespace
 }  // namespace orrery::system
