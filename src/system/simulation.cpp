@@ -103,18 +103,18 @@ constexpr std::uint64_t kPeerBit = 1ULL << 63;
 constexpr std::uint32_t kMaxChannels = 1U << 23;
 enum class PeerPart : std::uint64_t { kWhole = 0, kHead = 1, kTail = 2 };
 constexpr std::uint64_t kPeerPartShift = 10;
-MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step,
-                    PeerPart part = PeerPart::kWhole) {
+MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
   return MessageTag{kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
                         ((static_cast<std::uint64_t>(occurrence) & ((1ULL << 28) - 1)) << 12) |
-                        (static_cast<std::uint64_t>(part) << kPeerPartShift) | (training_step & kStepMask),
-                    training_step};
+                        (training_step & kStepMask),
+                    training_step};  // part kWhole
 }
 PeerPart peer_part(const MessageTag& tag) { return static_cast<PeerPart>((tag.low >> kPeerPartShift) & 3); }
-MessageTag whole_message(MessageTag tag) {
-  tag.low &= ~(3ULL << kPeerPartShift);
+MessageTag with_part(MessageTag tag, PeerPart part) {
+  tag.low = (tag.low & ~(3ULL << kPeerPartShift)) | (static_cast<std::uint64_t>(part) << kPeerPartShift);
   return tag;
 }
+MessageTag whole_message(const MessageTag& tag) { return with_part(tag, PeerPart::kWhole); }
 struct TagHash {
   std::size_t operator()(const MessageTag& tag) const { return hash_combine(tag.low, tag.high); }
 };
@@ -1082,9 +1082,7 @@ class SystemModel {
     rank.awaiting_clearance.emplace(tag, op);
     rank.send_parts[op] = eager_bytes_ > 0 ? 2 : 1;
     if (eager_bytes_ > 0) {
-      send_peer_part(engine, lp, rank, op, to, eager_bytes_,
-                     peer_tag(channel_index_.at(peer.channel), program.graph().op(op).ordinal, rank.step,
-                              PeerPart::kHead));
+      send_peer_part(engine, lp, rank, op, to, eager_bytes_, with_part(tag, PeerPart::kHead));
     }
   }
 
@@ -1130,9 +1128,7 @@ class SystemModel {
       send_peer_part(engine, lp, rank, op, to, peer.bytes, tag);
       return;
     }
-    MessageTag tail = tag;
-    tail.low |= static_cast<std::uint64_t>(PeerPart::kTail) << kPeerPartShift;
-    send_peer_part(engine, lp, rank, op, to, peer.bytes - eager_bytes_, tail);
+    send_peer_part(engine, lp, rank, op, to, peer.bytes - eager_bytes_, with_part(tag, PeerPart::kTail));
   }
 
   // How long a clear-to-send notice takes from `from` to `to`: the injection delay plus the
