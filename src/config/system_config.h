@@ -108,7 +108,8 @@ struct SystemConfig {
       "Bytes of a point-to-point send that move before its receiver has posted the matching recv (a "
       "library's connection buffer; default NCCL_BUFFSIZE's 4 MiB). The rest of a larger send moves "
       "once the receiver's clear-to-send notice reaches the sender, so a sender cannot run ahead of "
-      "its receiver by more than this.");
+      "its receiver by more than this. The same holds a collective_permute's or collective_broadcast's "
+      "sends to one peer beyond this many bytes until that peer has started the collective.");
     v("combine_threshold_bytes", combine_threshold_bytes,
       "Combine independent all-reduces (and all-gathers, reduce-scatters) of one computation with the "
       "same key (kind, reduction, element type, groups) into one collective of at most this many bytes "

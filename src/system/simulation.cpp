@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <queue>
 #include <set>
@@ -10,6 +11,7 @@
 #include <unordered_set>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/node_hash_map.h>
 #include <tuple>
 #include <variant>
@@ -61,8 +63,13 @@ struct PeerSendDelivered {  // a part of a point-to-point send
 struct ClearToSend {  // a receiver posted the recv of a send larger than system.p2p_eager_bytes
   MessageTag tag;     // the message's tag (part kWhole)
 };
+struct MemberStarted {  // a member of a permute or broadcast started it: its senders may send the rest
+  std::uint32_t ordinal;
+  std::uint32_t training_step;
+  std::uint32_t member;
+};
 using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown,
-                             CollectiveLaunched, SendsDelivered, PeerSendDelivered, ClearToSend>;
+                             CollectiveLaunched, SendsDelivered, PeerSendDelivered, ClearToSend, MemberStarted>;
 
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
@@ -74,7 +81,10 @@ constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after eve
 // Point-to-point:      [63]=1 | channel index 23 | occurrence 28 | part 2 | training step mod 1024
 // (the channel index numbers the program's channel handles densely, so distinct handles never
 // share a tag; the part says whether the transfer is the whole message or the eager head or the
-// tail of a send larger than system.p2p_eager_bytes). The low word alone seeds a flow's path choice (flow_key), so paths repeat every 1,024 steps.
+// tail of a send larger than system.p2p_eager_bytes). The low word alone seeds a flow's path
+// choice (flow_key), so paths repeat every 1,024 steps. A collective transfer's part (whole, or
+// the eager head or the tail of a send held for its receiver: permutes and broadcasts) sits in the
+// high word's bits 32-33, above the training step.
 struct CollectiveTag {
   std::uint32_t ordinal;
   std::uint32_t step;
@@ -101,7 +111,7 @@ CollectiveTag decode(const MessageTag& tag) {
 }
 constexpr std::uint64_t kPeerBit = 1ULL << 63;
 constexpr std::uint32_t kMaxChannels = 1U << 23;
-enum class PeerPart : std::uint64_t { kWhole = 0, kHead = 1, kTail = 2 };
+enum class Part : std::uint64_t { kWhole = 0, kHead = 1, kTail = 2 };
 constexpr std::uint64_t kPeerPartShift = 10;
 MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::uint32_t training_step) {
   return MessageTag{kPeerBit | (static_cast<std::uint64_t>(channel_index) << 40) |
@@ -109,12 +119,22 @@ MessageTag peer_tag(std::uint32_t channel_index, std::uint32_t occurrence, std::
                         (training_step & kStepMask),
                     training_step};  // part kWhole
 }
-PeerPart peer_part(const MessageTag& tag) { return static_cast<PeerPart>((tag.low >> kPeerPartShift) & 3); }
-MessageTag with_part(MessageTag tag, PeerPart part) {
+Part peer_part(const MessageTag& tag) { return static_cast<Part>((tag.low >> kPeerPartShift) & 3); }
+MessageTag with_peer_part(MessageTag tag, Part part) {
   tag.low = (tag.low & ~(3ULL << kPeerPartShift)) | (static_cast<std::uint64_t>(part) << kPeerPartShift);
   return tag;
 }
-MessageTag whole_message(const MessageTag& tag) { return with_part(tag, PeerPart::kWhole); }
+MessageTag whole_message(const MessageTag& tag) { return with_peer_part(tag, Part::kWhole); }
+constexpr std::uint64_t kCollectivePartShift = 32;
+MessageTag with_collective_part(MessageTag tag, Part part) {
+  tag.high = (tag.high & 0xffffffffULL) | (static_cast<std::uint64_t>(part) << kCollectivePartShift);
+  return tag;
+}
+// What a collective transfer counts for at its receiver: a whole message 2, its head or its tail 1
+// (a step waits for 2 per message it receives, so a held send counts once both parts are in).
+std::uint32_t arrival_units(const MessageTag& tag) {
+  return static_cast<Part>((tag.high >> kCollectivePartShift) & 3) == Part::kWhole ? 2 : 1;
+}
 struct TagHash {
   std::size_t operator()(const MessageTag& tag) const { return hash_combine(tag.low, tag.high); }
 };
@@ -138,6 +158,27 @@ struct Pipeline {
   bool waiting = false;            // entered `step` and waits until it is done (step_done)
 };
 
+// Who may hold whom in a permute or broadcast whose sends to one peer exceed
+// system.p2p_eager_bytes (the sums over the run's chunks and steps): such a sender moves the first
+// p2p_eager_bytes to that peer at once and the rest once the peer has started the collective and
+// its notice (MemberStarted) has come back. Members of other collectives each wait for data from
+// their senders, so none can run ahead of a peer; a permute's source or a broadcast's root waits
+// for nothing and would run ahead of a slow receiver without this, as NCCL's buffers do not allow.
+struct Rendezvous {
+  std::vector<std::vector<std::uint32_t>> held_receivers;  // per sender member, ascending
+  std::vector<std::vector<std::uint32_t>> held_senders;    // per receiver member: whom to notify, ascending
+};
+
+// The rest of a held send, waiting for its receiver's notice.
+struct HeldSend {
+  std::uint32_t peer = 0;  // member
+  std::uint32_t lane = 0;
+  std::uint32_t chunk = 0;
+  std::uint32_t step = 0;  // the sender's step, which waits for it
+  std::uint64_t bytes = 0;
+  MessageTag tag;  // part kTail, or kWhole when nothing moved before the notice
+};
+
 struct Run {
   bool issued = false;
   std::uint32_t training_step = 0;
@@ -152,7 +193,13 @@ struct Run {
   std::vector<std::uint32_t> next_chunk;  // per lane: the next chunk to start
   std::uint32_t finished = 0;
   SimTime issued_at;
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> arrivals;
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> arrivals;  // in arrival_units
+  // Held sends (permutes and broadcasts only; see Rendezvous).
+  const Rendezvous* rendezvous = nullptr;
+  // Keyed by member; a broadcast root may send to every other member.
+  absl::flat_hash_set<std::uint32_t> started_peers;                     // whose MemberStarted notice has come
+  absl::flat_hash_map<std::uint32_t, std::uint64_t> eager_sent;        // bytes sent before the notice
+  absl::flat_hash_map<std::uint32_t, std::vector<HeldSend>> held;      // sends waiting for the notice
 };
 
 struct StepRecord {
@@ -352,6 +399,8 @@ class SystemModel {
             peer_part_delivered(engine, lp, rank, payload.op);
           } else if constexpr (std::is_same_v<T, ClearToSend>) {
             on_clear_to_send(engine, lp, rank, payload.tag);
+          } else if constexpr (std::is_same_v<T, MemberStarted>) {
+            on_member_started(engine, lp, rank, payload);
           }
         },
         event.payload);
@@ -387,9 +436,18 @@ class SystemModel {
         members.push_back(program.global_rank(device));
       }
       const Pipeline& first = run.pipelines.front();
-      return reason + fmt::format("waits in {} over ranks {} (its step {} of {})", program.describe_op(exec.source),
-                                  format_rank_set(members), first.step + 1,
-                                  run.plan->steps(run.member, 0));
+      reason += fmt::format("waits in {} over ranks {} (its step {} of {})", program.describe_op(exec.source),
+                            format_rank_set(members), first.step + 1, run.plan->steps(run.member, 0));
+      if (!run.held.empty()) {
+        std::uint32_t lowest = std::numeric_limits<std::uint32_t>::max();  // not the map's order
+        for (const auto& [peer, sends] : run.held) {
+          lowest = std::min(lowest, peer);
+        }
+        reason += fmt::format(", holding the rest of its data for rank {} until that rank starts it (only "
+                              "system.p2p_eager_bytes = {} move before that)",
+                              members[lowest], eager_bytes_);
+      }
+      return reason;
     }
     if (!rank.awaiting_clearance.empty()) {
       const auto first = std::min_element(
@@ -716,6 +774,15 @@ class SystemModel {
     run.pipelines.assign(static_cast<std::size_t>(run.lanes) * run.chunks, Pipeline{});
     run.next_chunk.assign(run.lanes, 0);
     run.issued_at = issued_at;
+    run.rendezvous = rendezvous_for(PlanKey{rank.program, collective_index, group}, plan, info);
+    if (run.rendezvous != nullptr) {
+      // Tell the members that may hold sends for this one that it has started.
+      const MessageTag route_tag = encode(CollectiveTag{exec.ordinal, 0, 0, 0, training_step});
+      for (const std::uint32_t sender : run.rendezvous->held_senders[run.member]) {
+        const std::uint32_t to = program.global_rank(set.groups[group][sender]);
+        engine.send(to, notice_delay(lp, to, route_tag), MemberStarted{exec.ordinal, training_step, run.member});
+      }
+    }
     if (run.member == 0 && rank.step == 0) {  // one count per collective instance of the first step
       ++algorithm_counts_[fmt::format("{}: {}", collective_kind_name(info.kind), algorithm_name(plan.algorithm()))];
     }
@@ -739,6 +806,102 @@ class SystemModel {
     }
   }
 
+  // The Rendezvous of a permute or broadcast (plan `key`) with a send to one peer larger than
+  // system.p2p_eager_bytes; null for every other collective. Built once per plan from the plan's
+  // own steps, the way the members will send.
+  const Rendezvous* rendezvous_for(const PlanKey& key, const CollectivePlan& plan, const CollectiveInfo& info) {
+    if (info.kind != CollectiveKind::kPermute && info.kind != CollectiveKind::kBroadcast) {
+      return nullptr;
+    }
+    const auto found = rendezvous_.find(key);
+    if (found != rendezvous_.end()) {
+      return found->second.get();
+    }
+    auto table = std::make_unique<Rendezvous>();
+    table->held_receivers.resize(plan.members());
+    table->held_senders.resize(plan.members());
+    bool any = false;
+    PlanStep step;
+    absl::flat_hash_map<std::uint32_t, std::uint64_t> to_peer;  // one member's bytes per peer
+    std::vector<std::uint32_t> held;
+    for (std::uint32_t member = 0; member < plan.members(); ++member) {
+      to_peer.clear();
+      for (std::uint32_t lane = 0; lane < plan.lanes(); ++lane) {
+        for (std::uint32_t index = 0; index < plan.steps(member, lane); ++index) {
+          for (std::uint32_t chunk = 0; chunk < chunks_; ++chunk) {
+            plan.step(member, lane, index, segment_bytes(info.bytes, chunks_, chunk), step);
+            for (const PlanSend& send : step.sends) {
+              if (send.peer != kSwitchPeer) {
+                to_peer[send.peer] += send.bytes;
+              }
+            }
+          }
+        }
+      }
+      held.clear();
+      for (const auto& [peer, total] : to_peer) {
+        if (total > eager_bytes_) {
+          held.push_back(peer);
+        }
+      }
+      std::sort(held.begin(), held.end());  // the map's order is not stable
+      for (const std::uint32_t peer : held) {
+        table->held_senders[peer].push_back(member);  // members ascend, so each list does too
+      }
+      any = any || !held.empty();
+      table->held_receivers[member] = held;
+    }
+    if (!any) {
+      table.reset();
+    }
+    return rendezvous_.emplace(key, std::move(table)).first->second.get();
+  }
+
+  // How many of `bytes` sent to `peer` in `run` may move now: all of them unless the send is held
+  // (Rendezvous) and the peer's notice has not come, else what is left of p2p_eager_bytes.
+  std::uint64_t movable_bytes(Run& run, std::uint32_t peer, std::uint64_t bytes) const {
+    if (run.rendezvous == nullptr || peer == kSwitchPeer) {
+      return bytes;
+    }
+    const auto& held = run.rendezvous->held_receivers[run.member];
+    if (!std::binary_search(held.begin(), held.end(), peer) || run.started_peers.contains(peer)) {
+      return bytes;
+    }
+    std::uint64_t& sent = run.eager_sent[peer];
+    const std::uint64_t now = std::min(bytes, eager_bytes_ - sent);
+    sent += now;
+    return now;
+  }
+
+  // A member of a permute or broadcast this rank sends to has started it: send what is held for
+  // it, or remember the notice for sends not made yet.
+  void on_member_started(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const MemberStarted& started) {
+    const std::uint64_t key = run_key(started.ordinal, started.training_step);
+    Run& run = run_of(rank, started.ordinal, started.training_step);
+    run.started_peers.insert(started.member);
+    run.eager_sent.erase(started.member);
+    const auto found = run.held.find(started.member);
+    if (found == run.held.end()) {
+      return;  // nothing sent to it yet: its sends will go whole
+    }
+    const std::vector<HeldSend> released = std::move(found->second);
+    run.held.erase(found);
+    for (const HeldSend& h : released) {
+      Run& current = rank.runs.at(key);  // each held send keeps its step, and so the run, alive
+      Pipeline& pipeline = current.pipelines[h.lane * current.chunks + h.chunk];
+      ORRERY_ASSERT(pipeline.step == h.step && pipeline.sending > 0, "a held send outlived the step that sent it");
+      const Sent sent = transfer(engine, lp, rank, current, h.tag, PlanSend{h.peer, 0, h.bytes});
+      if (sent.id) {
+        rank.sends.emplace(*sent.id, SendOwner{key, started.ordinal, h.lane, h.chunk, h.step, 0, false});
+        continue;
+      }
+      ORRERY_ASSERT(sent.delivery.has_value(), "a held send to the scale-up switch");
+      --pipeline.sending;
+      pipeline.delivered_by = std::max(pipeline.delivered_by, *sent.delivery);
+      resume(engine, lp, rank, current, started.ordinal, h.lane, h.chunk);
+    }
+  }
+
   // Enters `step` of pipeline (lane, chunk) and moves on while steps complete at once.
   void advance(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, Run& run, std::uint32_t ordinal,
                std::uint32_t lane, std::uint32_t chunk, std::uint32_t step) {
@@ -759,8 +922,19 @@ class SystemModel {
       pipeline.sending = 0;
       pipeline.delivered_by = engine.now();
       for (const PlanSend& send : scratch_.sends) {
-        const Sent sent =
-            transfer(engine, lp, rank, run, CollectiveTag{ordinal, send.peer_step, chunk, lane, run.training_step}, send);
+        MessageTag tag = encode(CollectiveTag{ordinal, send.peer_step, chunk, lane, run.training_step});
+        PlanSend now = send;
+        now.bytes = movable_bytes(run, send.peer, send.bytes);
+        if (now.bytes < send.bytes) {  // held: the rest waits for the peer's notice
+          run.held[send.peer].push_back(HeldSend{send.peer, lane, chunk, step, send.bytes - now.bytes,
+                                                 with_collective_part(tag, now.bytes > 0 ? Part::kTail : Part::kWhole)});
+          ++pipeline.sending;
+          if (now.bytes == 0) {
+            continue;
+          }
+          tag = with_collective_part(tag, Part::kHead);
+        }
+        const Sent sent = transfer(engine, lp, rank, run, tag, now);
         if (sent.delivery) {
           pipeline.delivered_by = std::max(pipeline.delivered_by, *sent.delivery);
         } else if (sent.id) {
@@ -768,7 +942,7 @@ class SystemModel {
           ++pipeline.sending;
         }
       }
-      pipeline.needed = scratch_.receives;
+      pipeline.needed = 2 * scratch_.receives;  // arrival_units
       pipeline.reduce_bytes = scratch_.reduce_bytes;
       if (!step_done(engine, lp, run, ordinal, lane, chunk) || start_reduction(engine, lp, run, ordinal, lane, chunk)) {
         return;
@@ -843,7 +1017,7 @@ class SystemModel {
     }
     const CollectiveTag t = decode(tag);
     Run& run = run_of(rank, t.ordinal, t.training_step);
-    ++run.arrivals[arrival_key(t.lane, t.chunk, t.step)];
+    run.arrivals[arrival_key(t.lane, t.chunk, t.step)] += arrival_units(tag);
     if (!run.issued) {
       return;  // early: counted for when this rank issues the collective
     }
@@ -900,7 +1074,7 @@ class SystemModel {
     std::optional<std::uint64_t> id;
   };
   Sent transfer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, const Run& run,
-                const CollectiveTag& tag, const PlanSend& send) {
+                const MessageTag& tag, const PlanSend& send) {
     const ProgramModel& program = *programs_[rank.program];
     const GroupSet& set = program.group_set(program.collective(run.exec_op).group_set);
     if (send.peer == kSwitchPeer) {
@@ -910,11 +1084,10 @@ class SystemModel {
       ++rank.transfers;
       rank.transfer_bytes += send.bytes;
       const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
-      engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{encode(tag)});
+      engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{tag});
       return {};
     }
-    return put_on_network(engine, lp, rank, program.global_rank(set.groups[run.group][send.peer]), send.bytes,
-                          encode(tag));
+    return put_on_network(engine, lp, rank, program.global_rank(set.groups[run.group][send.peer]), send.bytes, tag);
   }
 
   // One network transfer of `bytes` from `rank` (on `lp`) to global rank `peer_rank` under `tag`,
@@ -1082,7 +1255,7 @@ class SystemModel {
     rank.awaiting_clearance.emplace(tag, op);
     rank.send_parts[op] = eager_bytes_ > 0 ? 2 : 1;
     if (eager_bytes_ > 0) {
-      send_peer_part(engine, lp, rank, op, to, eager_bytes_, with_part(tag, PeerPart::kHead));
+      send_peer_part(engine, lp, rank, op, to, eager_bytes_, with_peer_part(tag, Part::kHead));
     }
   }
 
@@ -1128,7 +1301,7 @@ class SystemModel {
       send_peer_part(engine, lp, rank, op, to, peer.bytes, tag);
       return;
     }
-    send_peer_part(engine, lp, rank, op, to, peer.bytes - eager_bytes_, with_part(tag, PeerPart::kTail));
+    send_peer_part(engine, lp, rank, op, to, peer.bytes - eager_bytes_, with_peer_part(tag, Part::kTail));
   }
 
   // How long a clear-to-send notice takes from `from` to `to`: the injection delay plus the
@@ -1161,9 +1334,9 @@ class SystemModel {
     PeerReceipt& receipt = rank.peer_arrived[message];
     receipt.bytes += bytes;
     switch (peer_part(tag)) {
-      case PeerPart::kWhole: receipt.whole = true; break;
-      case PeerPart::kHead: receipt.head = true; break;
-      case PeerPart::kTail: receipt.tail = true; break;
+      case Part::kWhole: receipt.whole = true; break;
+      case Part::kHead: receipt.head = true; break;
+      case Part::kTail: receipt.tail = true; break;
     }
     try_receive(engine, lp, rank, message);
   }
@@ -1216,6 +1389,7 @@ class SystemModel {
   std::vector<std::uint32_t> rank_program_;
   std::vector<std::uint32_t> rank_device_;
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
+  std::map<PlanKey, std::unique_ptr<Rendezvous>> rendezvous_;  // null: no send of the plan is held
   std::vector<network::LinkId> route_;  // scratch for selection_context
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
   std::map<std::int64_t, std::uint32_t> sender_of_channel_;

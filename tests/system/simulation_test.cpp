@@ -746,5 +746,158 @@ TEST(Simulation, APointToPointMessageOfTheWrongSizeIsAnError) {
 
 }  // namespace rendezvous
 
+namespace held_collectives {
+
+// A permute's source and a broadcast's root wait for no data, so without a limit they run ahead of
+// slow receivers (ASenderMayRunMoreThanAThousandStepsAhead). A send of more than
+// system.p2p_eager_bytes to one peer moves that much at once and the rest once the peer has
+// started the collective and its notice has come back (0.5 µs injection + 1 µs latency).
+constexpr double kNotice = 0.5e-6 + 1e-6;
+constexpr double kMiB = 1048576.0;
+
+// Two 2-member broadcasts (roots 0 and 2) of 1 MiB, then an add on every rank: the same traffic
+// as kOneWay's permute.
+constexpr const char* kBroadcast = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.collective_broadcast"(%arg0) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = stablehlo.add %0, %0 : tensor<262144xf32>
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, AOneWaySenderIsHeldToItsReceiversPaceBeyondTheEagerLimit) {
+  // kOneWay's permute and kBroadcast over 20 steps with the receivers (ranks 1 and 3) ten times
+  // slower. A sender's head (the limit's worth) moves at once and comes in long before its
+  // receiver asks for it; the tail leaves when the receiver has started the collective and its
+  // notice is back, and arrives one more notice's worth (injection + latency) plus tail / 100 GB/s
+  // later. So a receiver's step is its 100 µs add plus 3 µs plus the tail's transfer, and the
+  // sender waits for it in its collective instead of running ahead. In the first step both start
+  // at 0 and the tail queues behind the head: the whole 1 MiB arrives as if sent at once (with a
+  // limit of 0 nothing moves before the notice, which comes at 1.5 µs).
+  const double delivery = kNotice + kMiB / 1e11;
+  for (const char* module : {kOneWay, kBroadcast}) {
+    for (const char* model : {"analytical", "flow"}) {
+      for (const std::uint32_t processes : {1U, 2U}) {
+        for (const std::uint64_t limit : {262144ULL, 0ULL}) {
+          SCOPED_TRACE(fmt::format("{} {} np={} limit={}", module == kOneWay ? "permute" : "broadcast", model,
+                                   processes, limit));
+          const double tail = (kMiB - static_cast<double>(limit)) / 1e11;
+          const Outcome held = run(module, scenario_text(model), processes,
+                                   {"workload.steps=20", fmt::format("system.p2p_eager_bytes={}", limit),
+                                    "system.stragglers=[{rank: 1, slowdown_percent: 900}, {rank: 3, slowdown_percent: 900}]"});
+          ASSERT_EQ(held.error, "");
+          EXPECT_NEAR(held.summary.first_step_s, (limit > 0 ? 0.0 : kNotice) + delivery + 100e-6, 1e-12);
+          EXPECT_NEAR(held.summary.step_time_s, 100e-6 + 2 * kNotice + tail, 1e-12);
+          // The senders: 10 µs of add per step, the rest waiting in the collective; the receivers:
+          // the notice's round trip and the tail.
+          EXPECT_NEAR(held.summary.comm_s.max, 100e-6 + 2 * kNotice + tail - 10e-6, 1e-12);
+          EXPECT_NEAR(held.summary.comm_s.min, 2 * kNotice + tail, 1e-12);
+          EXPECT_NEAR(held.summary.compute_s.min, 10e-6, 1e-12);
+          EXPECT_EQ(held.summary.transfers, (limit > 0 ? 2U : 1U) * 2 * 20);  // head and tail per sender and step
+        }
+        // Under the default limit (4 MiB) the senders run ahead: the receivers' steps are their adds.
+        const Outcome eager = run(module, scenario_text(model), processes,
+                                  {"workload.steps=20",
+                                   "system.stragglers=[{rank: 1, slowdown_percent: 900}, {rank: 3, slowdown_percent: 900}]"});
+        ASSERT_EQ(eager.error, "");
+        EXPECT_NEAR(eager.summary.step_time_s, 100e-6, 1e-12);
+        EXPECT_EQ(eager.summary.transfers, 2U * 20);
+      }
+    }
+  }
+}
+
+// A broadcast of 1 MiB from device 0 over all four, then an add on every rank.
+constexpr const char* kBroadcastToAll = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.collective_broadcast"(%arg0) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = stablehlo.add %0, %0 : tensor<262144xf32>
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, HeldBroadcastsRunUnderEveryAlgorithmAndChunking) {
+  // Every broadcast algorithm, in one chunk and in four pipelined chunks (each 256 KiB: with a
+  // 300,000-byte limit the first chunk to a peer moves whole, the second splits, the rest wait),
+  // with ranks 1-3 ten times slower. Held or not, every run ends; held, the root waits for its
+  // receivers, so the steady step is at least as long as the receivers' own and the root's
+  // communication is at least the slow ranks' extra 90 µs of add; the summary is the same on one
+  // and two processes.
+  for (const char* algorithm : {"direct", "ring", "tree"}) {
+    for (const char* chunks : {"1", "4"}) {
+      for (const char* model : {"analytical", "flow"}) {
+        const std::vector<std::string> common = {
+            std::string("system.collectives.collective_broadcast=") + algorithm, std::string("system.chunks=") + chunks,
+            "workload.steps=10",
+            "system.stragglers=[{rank: 1, slowdown_percent: 900}, {rank: 2, slowdown_percent: 900}, "
+            "{rank: 3, slowdown_percent: 900}]"};
+        for (const char* limit : {"0", "300000", "4194304"}) {
+          SCOPED_TRACE(fmt::format("{} chunks={} {} limit={}", algorithm, chunks, model, limit));
+          std::vector<std::string> overrides = common;
+          overrides.push_back(std::string("system.p2p_eager_bytes=") + limit);
+          const Outcome one = run(kBroadcastToAll, scenario_text(model), 1, overrides);
+          ASSERT_EQ(one.error, "");
+          const Outcome two = run(kBroadcastToAll, scenario_text(model), 2, overrides);
+          ASSERT_EQ(two.error, "");
+          EXPECT_EQ(one.summary.step_time_s, two.summary.step_time_s);
+          EXPECT_EQ(one.summary.comm_s.max, two.summary.comm_s.max);
+          EXPECT_EQ(one.summary.transfers, two.summary.transfers);
+          EXPECT_GE(one.summary.step_time_s, 100e-6 - 1e-15);
+          if (std::string(limit) != "4194304") {
+            EXPECT_GE(one.summary.comm_s.max, 90e-6);  // the root, held to the slow ranks
+          } else {
+            EXPECT_LT(one.summary.comm_s.min, 90e-6);  // the root runs ahead
+          }
+        }
+      }
+    }
+  }
+}
+
+// Device 1 permutes what device 0 sends it; device 0 permutes first and sends after.
+constexpr const char* kPermuteBeforeItsInput = R"(
+module @test attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %t = stablehlo.create_token : !stablehlo.token
+    %r:2 = "stablehlo.recv"(%t) {channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : (!stablehlo.token) -> (tensor<262144xf32>, !stablehlo.token)
+    %0 = stablehlo.add %r#0, %arg0 : tensor<262144xf32>
+    %1 = "stablehlo.collective_permute"(%0) {channel_handle = #stablehlo.channel_handle<handle = 5, type = 1>, source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %s = "stablehlo.send"(%1, %r#1) {channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<262144xf32>, !stablehlo.token) -> !stablehlo.token
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, AHeldPermuteWhoseReceiverWaitsForItsSenderIsADeadlock) {
+  // Device 1 starts the permute only after device 0's send, which follows device 0's permute.
+  // Under the default limit the permute's 1 MiB goes at once and the step ends; with a 256 KiB
+  // limit device 0 holds the rest for device 1, which never starts: NCCL hangs there, and the run
+  // ends naming the permute and what it waits for.
+  for (const std::uint32_t processes : {1U, 2U}) {
+    SCOPED_TRACE(processes);
+    const Outcome eager = run(kPermuteBeforeItsInput, scenario_text("analytical"), processes, {}, {0, 1});
+    ASSERT_EQ(eager.error, "");
+    const Outcome held =
+        run(kPermuteBeforeItsInput, scenario_text("analytical"), processes, {"system.p2p_eager_bytes=262144"}, {0, 1});
+    EXPECT_NE(held.error.find("deadlock: no events are left but 2 of 2 ranks have not finished"), std::string::npos)
+        << held.error;
+    EXPECT_NE(held.error.find("rank 0 (test.mlir device 0), step 1: waits in test.mlir:7:"), std::string::npos)
+        << held.error;
+    EXPECT_NE(held.error.find("over ranks 0-1 (its step 1 of 1), holding the rest of its data for rank 1 until that "
+                              "rank starts it (only system.p2p_eager_bytes = 262144 move before that)"),
+              std::string::npos)
+        << held.error;
+    EXPECT_NE(held.error.find("rank 1 (test.mlir device 1), step 1: waits for the data of test.mlir:5:"),
+              std::string::npos)
+        << held.error;
+  }
+}
+
+}  // namespace held_collectives
+
 }  // namespace
 }  // namespace orrery::system
