@@ -149,8 +149,8 @@ std::uint64_t arrival_key(std::uint32_t lane, std::uint32_t chunk, std::uint32_t
 // --- per-rank state --------------------------------------------------------------------------------
 struct Pipeline {
   std::uint32_t step = 0;
-  std::uint32_t needed = 0;        // receives the current step waits for
-  std::uint32_t sending = 0;       // sends of the current step whose delivery the replicas will report
+  std::uint32_t needed = 0;        // arrival units the current step waits for (2 per receive)
+  std::uint32_t sending = 0;       // the current step's sends whose delivery the replicas report, and held sends
   std::uint64_t reduce_bytes = 0;  // what the current step reduces once it is done
   SimTime delivered_by;            // when the current step's sends timed at the source are all delivered
   bool wake_pending = false;       // a SendsDelivered event for the current step is scheduled
