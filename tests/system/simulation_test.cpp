@@ -858,6 +858,59 @@ TEST(Simulation, HeldBroadcastsRunUnderEveryAlgorithmAndChunking) {
   }
 }
 
+// Eight replicas on four two-device nodes of a fat-tree: a permute from each device of the first
+// half to its partner in the second, then a broadcast over all eight, then an add.
+constexpr const char* kAcrossNodes = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 8 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.collective_permute"(%arg0) {source_target_pairs = dense<[[0, 4], [1, 5], [2, 6], [3, 7]]> : tensor<4x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = "stablehlo.collective_broadcast"(%0) {replica_groups = dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %2 = stablehlo.add %1, %1 : tensor<262144xf32>
+    return %2 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, HeldSendsAcrossProcessesGiveTheSameRunAsInOne) {
+  // The senders and their receivers on different processes (block and round-robin partitions
+  // split the eight ranks), so the notices cross processes: the summary is the one of a single
+  // process, held (a 256 KiB limit, with the second half ten times slower) or not.
+  const std::string scenario =
+      "hardware: A100_40GB\n"
+      "system: {devices_per_node: 2, scale_up: {bandwidth_GBps: 100, latency_ns: 1000}, endpoint_delay_ns: 500,\n"
+      "         chunks: 2, collectives: {collective_broadcast: tree}}\n"
+      "network: {topology: {kind: fat_tree, k: 4, levels: 2}}\n";
+  const std::string slow =
+      "system.stragglers=[{rank: 4, slowdown_percent: 900}, {rank: 5, slowdown_percent: 900}, "
+      "{rank: 6, slowdown_percent: 900}, {rank: 7, slowdown_percent: 900}]";
+  const std::vector<std::uint32_t> ranks = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (const char* model : {"analytical", "flow"}) {
+    std::vector<double> steps;
+    for (const char* limit : {"262144", "4194304"}) {
+      const std::vector<std::string> common = {std::string("network.model=") + model,
+                                               std::string("system.p2p_eager_bytes=") + limit, "workload.steps=6", slow};
+      const Outcome one = run(kAcrossNodes, scenario, 1, common, ranks);
+      ASSERT_EQ(one.error, "");
+      steps.push_back(one.summary.step_time_s);
+      for (const char* partition : {"block", "round-robin"}) {
+        SCOPED_TRACE(fmt::format("{} limit={} {}", model, limit, partition));
+        std::vector<std::string> overrides = common;
+        overrides.push_back(std::string("simulation.partition=") + partition);
+        const Outcome two = run(kAcrossNodes, scenario, 2, overrides, ranks);
+        ASSERT_EQ(two.error, "");
+        EXPECT_NE(two.summary.partition.find("LPs per process 5/5"), std::string::npos) << two.summary.partition;
+        EXPECT_EQ(two.summary.first_step_s, one.summary.first_step_s);
+        EXPECT_EQ(two.summary.step_time_s, one.summary.step_time_s);
+        EXPECT_EQ(two.summary.comm_s.min, one.summary.comm_s.min);
+        EXPECT_EQ(two.summary.comm_s.max, one.summary.comm_s.max);
+        EXPECT_EQ(two.summary.exposed_comm_s.mean, one.summary.exposed_comm_s.mean);
+        EXPECT_EQ(two.summary.transfers, one.summary.transfers);
+      }
+    }
+    EXPECT_GT(steps[0], steps[1]) << model;  // held to the slow half's pace
+  }
+}
+
 // Device 1 permutes what device 0 sends it; device 0 permutes first and sends after.
 constexpr const char* kPermuteBeforeItsInput = R"(
 module @test attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
