@@ -606,6 +606,17 @@ TEST(Simulation, ADeadlockNamesTheBlockedRanks) {
   }
 }
 
+// `two` (two processes) split its ranks over both and summarised the same run as `one` (one).
+void expect_same_run_on_two_processes(const Outcome& one, const Outcome& two) {
+  EXPECT_EQ(two.summary.partition.find("cut channels 0 of"), std::string::npos) << two.summary.partition;
+  EXPECT_EQ(two.summary.first_step_s, one.summary.first_step_s);
+  EXPECT_EQ(two.summary.step_time_s, one.summary.step_time_s);
+  EXPECT_EQ(two.summary.comm_s.min, one.summary.comm_s.min);
+  EXPECT_EQ(two.summary.comm_s.max, one.summary.comm_s.max);
+  EXPECT_EQ(two.summary.exposed_comm_s.mean, one.summary.exposed_comm_s.mean);
+  EXPECT_EQ(two.summary.transfers, one.summary.transfers);
+}
+
 namespace rendezvous {
 
 // Rendezvous: a point-to-point send larger than system.p2p_eager_bytes moves its first
@@ -710,12 +721,7 @@ TEST(Simulation, RendezvousAcrossProcessesGivesTheSameRunAsInOne) {
           overrides.push_back(std::string("simulation.partition=") + partition);
           const Outcome two = stages_on(scenario, 2, overrides);
           ASSERT_EQ(two.error, "");
-          EXPECT_EQ(two.summary.partition.find("cut channels 0 of"), std::string::npos) << two.summary.partition;
-          EXPECT_EQ(two.summary.first_step_s, one.summary.first_step_s);
-          EXPECT_EQ(two.summary.step_time_s, one.summary.step_time_s);
-          EXPECT_EQ(two.summary.comm_s.min, one.summary.comm_s.min);
-          EXPECT_EQ(two.summary.comm_s.max, one.summary.comm_s.max);
-          EXPECT_EQ(two.summary.transfers, one.summary.transfers);
+          expect_same_run_on_two_processes(one, two);
         }
       }
     }
@@ -935,13 +941,7 @@ TEST(Simulation, HeldSendsAcrossProcessesGiveTheSameRunAsInOne) {
         overrides.push_back(std::string("simulation.partition=") + partition);
         const Outcome two = run(kAcrossNodes, scenario, 2, overrides, ranks);
         ASSERT_EQ(two.error, "");
-        EXPECT_EQ(two.summary.partition.find("cut channels 0 of"), std::string::npos) << two.summary.partition;
-        EXPECT_EQ(two.summary.first_step_s, one.summary.first_step_s);
-        EXPECT_EQ(two.summary.step_time_s, one.summary.step_time_s);
-        EXPECT_EQ(two.summary.comm_s.min, one.summary.comm_s.min);
-        EXPECT_EQ(two.summary.comm_s.max, one.summary.comm_s.max);
-        EXPECT_EQ(two.summary.exposed_comm_s.mean, one.summary.exposed_comm_s.mean);
-        EXPECT_EQ(two.summary.transfers, one.summary.transfers);
+        expect_same_run_on_two_processes(one, two);
       }
     }
     EXPECT_GT(steps[0], steps[1]) << model;  // held to the slow half's pace
