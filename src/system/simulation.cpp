@@ -169,9 +169,8 @@ struct Rendezvous {
   std::vector<std::vector<std::uint32_t>> held_senders;    // per receiver member: whom to notify, ascending
 };
 
-// The rest of a held send, waiting for its receiver's notice.
+// The rest of a held send, waiting for its receiver's notice (Run::held keys it by the receiver).
 struct HeldSend {
-  std::uint32_t peer = 0;  // member
   std::uint32_t lane = 0;
   std::uint32_t chunk = 0;
   std::uint32_t step = 0;  // the sender's step, which waits for it
@@ -890,7 +889,7 @@ class SystemModel {
       Run& current = rank.runs.at(key);  // each held send keeps its step, and so the run, alive
       Pipeline& pipeline = current.pipelines[h.lane * current.chunks + h.chunk];
       ORRERY_ASSERT(pipeline.step == h.step && pipeline.sending > 0, "a held send outlived the step that sent it");
-      const Sent sent = transfer(engine, lp, rank, current, h.tag, PlanSend{h.peer, 0, h.bytes});
+      const Sent sent = transfer(engine, lp, rank, current, h.tag, PlanSend{started.member, 0, h.bytes});
       if (sent.id) {
         rank.sends.emplace(*sent.id, SendOwner{key, started.ordinal, h.lane, h.chunk, h.step, 0, false});
         continue;
@@ -926,7 +925,7 @@ class SystemModel {
         PlanSend now = send;
         now.bytes = movable_bytes(run, send.peer, send.bytes);
         if (now.bytes < send.bytes) {  // held: the rest waits for the peer's notice
-          run.held[send.peer].push_back(HeldSend{send.peer, lane, chunk, step, send.bytes - now.bytes,
+          run.held[send.peer].push_back(HeldSend{lane, chunk, step, send.bytes - now.bytes,
                                                  with_collective_part(tag, now.bytes > 0 ? Part::kTail : Part::kWhole)});
           ++pipeline.sending;
           if (now.bytes == 0) {
