@@ -81,6 +81,7 @@ struct SystemConfig {
   ScaleUpConfig scale_up;
   double endpoint_delay_ns = 1000.0;
   double collective_launch_ns = 0.0;
+  double p2p_launch_ns = 0.0;
   std::uint64_t p2p_eager_bytes = 4194304;  // NCCL_BUFFSIZE's default
   std::uint64_t combine_threshold_bytes = 31457287;  // XLA's kDefaultAllReduceCombineThreshold
   CollectiveChoice collectives;
@@ -102,7 +103,13 @@ struct SystemConfig {
       positive());
     v("collective_launch_ns", collective_launch_ns,
       "Fixed cost of starting a collective on each rank before its first transfer (ns): a library's "
-      "kernel launch and setup, as NCCL's. 0: none.",
+      "kernel launch and setup, as NCCL's. Not for collective_permute and all_to_all, which take "
+      "system.p2p_launch_ns. 0: none.",
+      nonnegative());
+    v("p2p_launch_ns", p2p_launch_ns,
+      "Fixed cost of starting a point-to-point op on each rank before its first transfer (ns): a send, a "
+      "recv, and the collectives a library runs as grouped sends and recvs (collective_permute and "
+      "all_to_all, as XLA's GPU runtime does with NCCL). 0: none.",
       nonnegative());
     v("p2p_eager_bytes", p2p_eager_bytes,
       "Bytes of a point-to-point send that move before its receiver has posted the matching recv (a "

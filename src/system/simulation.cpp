@@ -53,6 +53,9 @@ struct CollectiveLaunched {
   std::uint32_t op;
   SimTime issued_at;
 };
+struct PeerLaunched {  // a point-to-point send or recv op's launch cost has passed
+  std::uint32_t op;
+};
 // Contention-free networks: the sender knows when its sends are delivered, so it wakes itself.
 struct SendsDelivered {  // the last send of a collective pipeline's step
   MessageTag tag;
@@ -69,7 +72,8 @@ struct MemberStarted {  // a member of a permute or broadcast started it: its se
   std::uint32_t member;
 };
 using Payload = std::variant<network::NetworkMessage, ComputeDone, Settle, ReduceDone, SwitchUpload, SwitchDown,
-                             CollectiveLaunched, SendsDelivered, PeerSendDelivered, ClearToSend, MemberStarted>;
+                             CollectiveLaunched, PeerLaunched, SendsDelivered, PeerSendDelivered, ClearToSend,
+                             MemberStarted>;
 
 constexpr pdes::Priority kSettlePriority = pdes::kMaxPriority - 1;  // after every other event of the instant
 
@@ -247,6 +251,7 @@ struct RankState {
   SimTime running_since;
   std::uint32_t active_comm = 0;
   std::uint32_t launching = 0;  // collectives issued whose launch cost is still running
+  std::uint32_t peer_launching = 0;  // point-to-point ops whose launch cost is still running
   // runs, sends, waiting and Run::arrivals are touched by nearly every event, so they are Abseil's
   // maps (faster than std::unordered_map by about 10% of a 1,024-device run, bench/RESULTS.md).
   // Runs stay node-based: references to a Run are held while other runs are created. Abseil seeds
@@ -297,6 +302,7 @@ class SystemModel {
         num_ranks_(ranks),
         injection_(SimTime::from_nanoseconds(scenario_.system.endpoint_delay_ns)),
         launch_(SimTime::from_nanoseconds(scenario_.system.collective_launch_ns)),
+        p2p_launch_(SimTime::from_nanoseconds(scenario_.system.p2p_launch_ns)),
         eager_bytes_(scenario_.system.p2p_eager_bytes),
         states_(ranks),
         rank_program_(ranks),
@@ -386,7 +392,12 @@ class SystemModel {
           } else if constexpr (std::is_same_v<T, SwitchDown>) {
             on_switch_down(engine, lp, rank, payload);
           } else if constexpr (std::is_same_v<T, CollectiveLaunched>) {
+            --rank.launching;
+            --rank.active_comm;  // counted again by start_collective, or the op completes at once
             start_collective(engine, lp, rank, payload.op, payload.issued_at);
+          } else if constexpr (std::is_same_v<T, PeerLaunched>) {
+            --rank.peer_launching;
+            start_peer_op(engine, lp, rank, payload.op);
           } else if constexpr (std::is_same_v<T, SendsDelivered>) {
             const CollectiveTag tag = decode(payload.tag);
             Run& run = rank.runs.at(run_key(tag.ordinal, tag.training_step));
@@ -485,7 +496,7 @@ class SystemModel {
       if (rank.compute_busy) {
         rank.current.compute_ps += dt;
       }
-      if (rank.active_comm > 0 || !rank.posted_recvs.empty() || rank.peer_sends > 0) {
+      if (rank.active_comm > 0 || !rank.posted_recvs.empty() || rank.peer_sends > 0 || rank.peer_launching > 0) {
         rank.current.comm_ps += dt;
         if (!rank.compute_busy) {
           rank.current.exposed_ps += dt;
@@ -590,11 +601,12 @@ class SystemModel {
       batch.swap(rank.ready_peer);
       std::sort(batch.begin(), batch.end());
       for (const std::uint32_t op : batch) {
-        if (program.graph().op(op).kind == ExecKind::kSend) {
-          send_to_peer(engine, lp, rank, op);
-        } else {
-          post_recv(engine, lp, rank, op);
+        if (p2p_launch_ > SimTime::zero() && takes_part(rank, op)) {
+          ++rank.peer_launching;
+          engine.send(lp, p2p_launch_, PeerLaunched{op});
+          continue;
         }
+        start_peer_op(engine, lp, rank, op);
         if (rank.finished) {
           return;
         }
@@ -730,23 +742,30 @@ class SystemModel {
     return rank.runs[run_key(ordinal, training_step)];
   }
 
-  // Issues a collective on the comm stream: it starts after the launch cost (system.collective_launch_ns).
+  // Issues a collective on the comm stream: it starts after its launch cost.
   void issue_collective(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
-    if (launch_ > SimTime::zero()) {
+    const ProgramModel& program = *programs_[rank.program];
+    const CollectiveInfo& info = program.collective(op);
+    const SimTime launch = launch_of(info.kind);
+    const bool member = program.group_set(info.group_set).group_of[rank.device] != GroupSet::kNoGroup;
+    if (launch > SimTime::zero() && member) {  // a device outside every group launches nothing
       ++rank.active_comm;  // the stream is busy launching it
       ++rank.launching;
-      engine.send(lp, launch_, CollectiveLaunched{op, engine.now()});
+      engine.send(lp, launch, CollectiveLaunched{op, engine.now()});
       return;
     }
     start_collective(engine, lp, rank, op, engine.now());
   }
 
+  // A library runs collective_permute and all_to_all as grouped point-to-point sends and receives
+  // (XLA's GPU runtime as NCCL sends and recvs): they take the point-to-point launch cost
+  // (system.p2p_launch_ns); the other kinds are collective kernels (system.collective_launch_ns).
+  [[nodiscard]] SimTime launch_of(CollectiveKind kind) const {
+    return kind == CollectiveKind::kPermute || kind == CollectiveKind::kAllToAll ? p2p_launch_ : launch_;
+  }
+
   void start_collective(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op,
                         SimTime issued_at) {
-    if (rank.launching > 0 && launch_ > SimTime::zero()) {
-      --rank.launching;
-      --rank.active_comm;  // counted again below, or the op completes at once
-    }
     const ProgramModel& program = *programs_[rank.program];
     const ExecOp& exec = program.graph().op(op);
     const CollectiveInfo& info = program.collective(op);
@@ -1169,6 +1188,23 @@ class SystemModel {
   }
 
   // --- point-to-point ---------------------------------------------------------------------------
+  // A send or recv op starts once its launch cost (system.p2p_launch_ns) has passed; a device with
+  // no peer in the op launches nothing.
+  [[nodiscard]] bool takes_part(const RankState& rank, std::uint32_t op) const {
+    const ProgramModel& program = *programs_[rank.program];
+    const PeerInfo& peer = program.peer(op);
+    return (program.graph().op(op).kind == ExecKind::kSend ? peer.target_of : peer.source_of)[rank.device] !=
+           PeerInfo::kNone;
+  }
+
+  void start_peer_op(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    if (programs_[rank.program]->graph().op(op).kind == ExecKind::kSend) {
+      send_to_peer(engine, lp, rank, op);
+    } else {
+      post_recv(engine, lp, rank, op);
+    }
+  }
+
   // Sends on channel c go to the program that receives on c (the same program, or another one:
   // pipeline stages); device ids in source_target_pairs are local to each side's program.
   void build_peer_routes() {
@@ -1379,7 +1415,8 @@ class SystemModel {
   network::EngineNetwork<Payload>& network_;
   std::uint32_t num_ranks_;
   SimTime injection_;
-  SimTime launch_;  // system.collective_launch_ns
+  SimTime launch_;      // system.collective_launch_ns
+  SimTime p2p_launch_;  // system.p2p_launch_ns
   std::uint64_t eager_bytes_;  // system.p2p_eager_bytes
   double reduction_rate_ = 0.0;  // bytes per second
   std::uint32_t chunks_ = 1;

@@ -523,6 +523,52 @@ TEST(Simulation, ASenderFinishesWhenItsDataIsDelivered) {
   }
 }
 
+// A 1 MiB all-to-all over the 4 replicas, then an add on every rank.
+constexpr const char* kAllToAll = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.all_to_all"(%arg0) {split_dimension = 0 : i64, concat_dimension = 0 : i64, split_count = 4 : i64, replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = stablehlo.add %0, %0 : tensor<262144xf32>
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, PermutesAndAllToAllsTakeThePointToPointLaunchCost) {
+  // XLA runs collective_permute and all_to_all as NCCL sends and recvs: they pay
+  // system.p2p_launch_ns (3 µs here) before their first transfer and not collective_launch_ns
+  // (7 µs), which the all-reduce pays and the point-to-point cost leaves alone. Closed forms for
+  // the permute (kOneWay: the launch, then the delivery of 1 MiB, then the add) and the
+  // all-reduce; the all-to-all's step grows by the launch cost exactly.
+  const std::vector<std::string> both = {"system.p2p_launch_ns=3000", "system.collective_launch_ns=7000"};
+  const double delivery = 0.5e-6 + 1e-6 + 1048576.0 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome permute = run(kOneWay, scenario_text(model), processes, both);
+      ASSERT_EQ(permute.error, "");
+      EXPECT_NEAR(permute.summary.step_time_s, 3e-6 + delivery + 10e-6, 1e-12);
+      EXPECT_NEAR(permute.summary.comm_s.min, 3e-6 + delivery, 1e-12);  // the launch counts as communication
+      const Outcome collective_only = run(kOneWay, scenario_text(model), processes, {"system.collective_launch_ns=7000"});
+      ASSERT_EQ(collective_only.error, "");
+      EXPECT_NEAR(collective_only.summary.step_time_s, delivery + 10e-6, 1e-12);
+
+      const Outcome all_reduce = run(kAllReduce, scenario_text(model), processes, both);
+      ASSERT_EQ(all_reduce.error, "");
+      EXPECT_NEAR(all_reduce.summary.step_time_s, 20e-6 + 7e-6 + kRingSeconds, 1e-12);
+      const Outcome all_reduce_p2p = run(kAllReduce, scenario_text(model), processes, {"system.p2p_launch_ns=3000"});
+      EXPECT_NEAR(all_reduce_p2p.summary.step_time_s, 20e-6 + kRingSeconds, 1e-12);
+
+      const Outcome plain = run(kAllToAll, scenario_text(model), processes);
+      const Outcome launched = run(kAllToAll, scenario_text(model), processes, both);
+      ASSERT_EQ(plain.error, "");
+      ASSERT_EQ(launched.error, "");
+      EXPECT_NEAR(launched.summary.step_time_s - plain.summary.step_time_s, 3e-6, 1e-12);
+      EXPECT_EQ(launched.summary.transfers, plain.summary.transfers);
+    }
+  }
+}
+
 TEST(Simulation, ASenderMayRunMoreThanAThousandStepsAhead) {
   // The one-way permute again, with the receivers ten times slower: a sender's step is its
   // delivery plus 10 µs, a receiver's 100 µs once its data waits for it, so after 2,000 steps the
@@ -664,6 +710,30 @@ TEST(Simulation, ASendLargerThanTheEagerLimitWaitsForItsReceiver) {
       EXPECT_NEAR(eager.summary.comm_s.max, d, 1e-12);
       EXPECT_NEAR(eager.summary.comm_s.mean, ((d - 20e-6) + (d - 20e-6) + d) / 3, 1e-12);
       EXPECT_EQ(eager.summary.transfers, 2U);
+    }
+  }
+}
+
+TEST(Simulation, SendsAndRecvsStartAfterThePointToPointLaunchCost) {
+  // The stages with system.p2p_launch_ns = L = 3 µs (default limit): b's send starts at 20 µs + L
+  // and arrives at d + L. c's first recv, launched at L, completes then; its second recv (which
+  // waits for the first's token only) is launched under c's first add and finds a's data there.
+  // Step: d + L + 20 µs. Communication: c from 0 to d + L and the second recv's launch; a and b
+  // from their send to its delivery. collective_launch_ns does not touch them.
+  const double d = 20e-6 + kNotice + 64 / 1e11;
+  const double launch = 3e-6;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome launched = stages(model, processes, {"system.p2p_launch_ns=3000", "system.collective_launch_ns=7000"});
+      ASSERT_EQ(launched.error, "");
+      EXPECT_NEAR(launched.summary.first_step_s, d + launch + 20e-6, 1e-12);
+      EXPECT_NEAR(launched.summary.comm_s.max, d + 2 * launch, 1e-12);
+      EXPECT_NEAR(launched.summary.comm_s.min, d - 20e-6 + launch, 1e-12);
+      EXPECT_EQ(launched.summary.transfers, 2U);
+      const Outcome collective_only = stages(model, processes, {"system.collective_launch_ns=7000"});
+      ASSERT_EQ(collective_only.error, "");
+      EXPECT_NEAR(collective_only.summary.first_step_s, d + 20e-6, 1e-12);
     }
   }
 }
