@@ -8,17 +8,24 @@ of that size (an all_reduce over all replicas, or a collective_permute 0 -> 1 fo
 runs `orrery run` on it; the step time is the collective's time. Two system descriptions:
 
   datasheet  NVLink 3 at its datasheet 300 GB/s per GPU and direction, 1 us injection delay,
-             NVSwitch latency 1 us, no collective launch cost (no fitting);
-  fitted     the collective launch cost (system.collective_launch_ns: NCCL's kernel launch and
-             setup) and an achievable NVLink bandwidth fitted by least squares (in log time) on the
-             2- and 4-GPU all-reduce measurements only; the 8-GPU all-reduce and the send/recv rows
-             are predictions it was not fitted on. The launch cost adds a constant to an isolated
-             collective (tests/system/simulation_test.cpp checks it), so the fit scans it without
-             rerunning Orrery; each bandwidth of the grid is a real run.
+             NVSwitch latency 1 us, no launch costs, reductions at the HBM bandwidth (no fitting);
+  fitted     per primitive, by least squares in log time:
+             1. on the send/recv rows, what moving data costs: the achievable NVLink bandwidth and
+                the point-to-point launch cost (system.p2p_launch_ns: NCCL's send/recv kernel
+                launch and setup, which a permute pays);
+             2. with that bandwidth, on the 2- and 4-GPU all-reduce rows, what an all-reduce adds:
+                the rate at which a GPU reduces what it receives (system.reduction_GBps: NCCL's
+                reduce-copy is slower than a copy) and the collective launch cost
+                (system.collective_launch_ns).
+             The 8-GPU all-reduce rows are predictions it was not fitted on. A launch cost adds a
+             constant to an isolated collective (tests/system/simulation_test.cpp checks it), so
+             the fit scans it without rerunning Orrery; each bandwidth and reduction rate of the
+             grids is a real run.
 
 Writes a Markdown section to stdout (tools/validate.sh puts it in docs/validation/end-to-end.md).
 """
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -49,15 +56,19 @@ system:
   scale_up: {{bandwidth_GBps: {bandwidth}, latency_ns: {latency}}}
   endpoint_delay_ns: {delay}
   collective_launch_ns: {launch}
+  p2p_launch_ns: {p2p_launch}
   chunks: 1
-  reduction_GBps: 0
+  reduction_GBps: {reduction}
 network: {{topology: {{kind: none}}, model: flow}}
 workload:
   programs: [{{file: {module}, ranks: all}}]
 """
 
 
-def predict(orrery, workdir, kind, p, size, bandwidth, latency, delay, launch=0):
+def predict(orrery, workdir, kind, p, size, system):
+    """The time of one collective (ms); `system` holds the scenario's bandwidth, latency, delay,
+    launch, p2p_launch and reduction (GB/s, 0: the HBM bandwidth)."""
+    workdir = tempfile.mkdtemp(dir=workdir)  # calls run concurrently
     n = max(1, size // 4)
     if kind == "all_reduce":
         op = ALL_REDUCE.format(n=n, p=p, group=", ".join(str(i) for i in range(p)))
@@ -68,7 +79,7 @@ def predict(orrery, workdir, kind, p, size, bandwidth, latency, delay, launch=0)
         f.write(MODULE.format(n=n, p=p, op=op))
     scenario = os.path.join(workdir, "scenario.yaml")
     with open(scenario, "w") as f:
-        f.write(SCENARIO.format(p=p, bandwidth=bandwidth, latency=latency, delay=delay, launch=launch, module=module))
+        f.write(SCENARIO.format(p=p, module=module, **system))
     summary = os.path.join(workdir, "summary.json")
     subprocess.run([orrery, "--log-level", "warn", "run", scenario, "--summary-json", summary],
                    check=True, stdout=subprocess.DEVNULL)
@@ -100,47 +111,71 @@ def main():
     cases = [("all_reduce", 2, 2), ("all_reduce", 4, 4), ("all_reduce", 8, 8), ("send_recv", 2, 2)]
     rows = {case: measured(nccl, case[0], case[1], case[2], sizes) for case in cases}
 
-    with tempfile.TemporaryDirectory() as workdir:
-        def run_case(case, bandwidth, latency, delay, launch=0):
+    with tempfile.TemporaryDirectory() as workdir, concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        def run_case(case, system):
             kind, p, _ = case
-            return [predict(args.orrery, workdir, kind, p, size, bandwidth, latency, delay, launch)
-                    for size, _ in rows[case]]
+            # Each run is mostly process start-up (MPI initialisation), so several run at once.
+            return list(pool.map(lambda size: predict(args.orrery, workdir, kind, p, size, system),
+                                 [size for size, _ in rows[case]]))
 
-        # Fit (collective launch cost, NVLink bandwidth) on the 2- and 4-GPU all-reduces: least
-        # squares in log time; bandwidths on a grid (each a real Orrery run), launch costs scanned as
-        # an added constant. The injection delay stays at 1 us (a transfer's own start-up).
-        fit_cases = [cases[0], cases[1]]
-        delay = 1000
-        best = None
-        for bandwidth in (75, 100, 125, 150, 175, 200, 225, 250, 275, 300):
-            base = {case: run_case(case, bandwidth, 1000, delay) for case in fit_cases}
+        def fit_launch(cases_and_times):
+            """The launch cost (ns, 500 ns steps) that, added to every time, best fits the cases."""
+            best = None
             for launch in np.arange(0, 40001, 500):
-                error = 0.0
-                for case in fit_cases:
-                    error += sum((math.log(a + launch * 1e-6) - math.log(m)) ** 2
-                                 for a, (_, m) in zip(base[case], rows[case]))
+                error = sum((math.log(a + launch * 1e-6) - math.log(m)) ** 2
+                            for case, times in cases_and_times for a, (_, m) in zip(times, rows[case]))
                 if best is None or error < best[0]:
-                    best = (error, int(launch), bandwidth)
-        _, fitted_launch, fitted_bandwidth = best
-        settings = {"datasheet": (300, 1000, 1000, 0), "fitted": (fitted_bandwidth, 1000, delay, fitted_launch)}
+                    best = (error, int(launch))
+            return best
+
+        # The injection delay and NVSwitch latency stay at 1 us (a transfer's own start-up).
+        base = {"bandwidth": 300, "latency": 1000, "delay": 1000, "launch": 0, "p2p_launch": 0, "reduction": 0}
+        send_recv = cases[3]
+        all_reduces = [cases[0], cases[1]]
+        # 1. Moving data, on send/recv: NVLink bandwidth (grid) and point-to-point launch cost.
+        best = None
+        for bandwidth in range(150, 301, 10):
+            error, launch = fit_launch([(send_recv, run_case(send_recv, dict(base, bandwidth=bandwidth)))])
+            if best is None or error < best[0]:
+                best = (error, launch, bandwidth)
+        _, p2p_launch, bandwidth = best
+        # 2. What an all-reduce adds, on the 2- and 4-GPU all-reduces at that bandwidth: the
+        # reduction rate (grid) and the collective launch cost.
+        best = None
+        for reduction in (100, 125, 150, 175, 200, 225, 250, 300, 350, 400, 500, 600, 800, 1000, 1500, 2000):
+            system = dict(base, bandwidth=bandwidth, reduction=reduction)
+            error, launch = fit_launch([(case, run_case(case, system)) for case in all_reduces])
+            if best is None or error < best[0]:
+                best = (error, launch, reduction)
+        _, launch, reduction = best
+        fit = {"collective_launch_ns": launch, "p2p_launch_ns": p2p_launch, "reduction_GBps": reduction,
+               "nvlink_GBps": bandwidth}
+        settings = {"datasheet": base,
+                    "fitted": dict(base, bandwidth=bandwidth, launch=launch, p2p_launch=p2p_launch, reduction=reduction)}
+        fitted_on = {send_recv: "in sample (bandwidth, p2p launch)", cases[0]: "in sample (reduction, launch)",
+                     cases[1]: "in sample (reduction, launch)", cases[2]: "out of sample"}
         if args.fit_out:
             with open(args.fit_out, "w") as f:
-                json.dump({"collective_launch_ns": fitted_launch, "nvlink_GBps": fitted_bandwidth}, f)
+                json.dump(fit, f)
 
         print("## Collectives against NCCL on a DGX A100\n")
         print("Measured: median NCCL times from Vidur's DGX A100 profiling (8 x A100 SXM 80GB on NVSwitch); "
               "`size` is bytes per rank. Predicted: `orrery run` on a one-collective StableHLO module, flow "
-              "network model, one chunk.\n")
+              "network model, one chunk (send/recv: a collective_permute 0 -> 1, which XLA runs as NCCL "
+              "send and recv).\n")
         print("- **datasheet**: NVLink 3 at 300 GB/s per GPU and direction, 1000 ns injection delay, 1000 ns "
-              "NVSwitch latency, no collective launch cost.")
-        print(f"- **fitted** on the 2- and 4-GPU all-reduce rows only: collective launch cost {fitted_launch} ns "
-              f"(`system.collective_launch_ns`), achievable NVLink bandwidth {fitted_bandwidth} GB/s (grid search, "
-              f"least squares in log time), injection delay 1000 ns. The 8-GPU all-reduce and send/recv rows "
+              "NVSwitch latency, no launch costs, reductions at the A100_80GB preset's HBM bandwidth.")
+        print(f"- **fitted** per primitive (grid searches, least squares in log time; injection delay and NVSwitch "
+              f"latency as above): on the send/recv rows, what moving data costs — achievable NVLink bandwidth "
+              f"{bandwidth} GB/s and point-to-point launch cost {p2p_launch} ns (`system.p2p_launch_ns`); then, "
+              f"at that bandwidth, on the 2- and 4-GPU all-reduce rows, what an all-reduce adds — reduction rate "
+              f"{reduction} GB/s (`system.reduction_GBps`: NCCL's reduce-copy runs slower than a copy) and "
+              f"collective launch cost {launch} ns (`system.collective_launch_ns`). The 8-GPU all-reduce rows "
               f"are out of sample.\n")
         summary = []
         for case in cases:
             kind, p, _ = case
-            predictions = {name: run_case(case, *values) for name, values in settings.items()}
+            predictions = {name: run_case(case, system) for name, system in settings.items()}
             print(f"### {kind}, {p} GPUs in one node\n")
             print("| bytes | measured ms | datasheet ms | error | fitted ms | error |")
             print("|---:|---:|---:|---:|---:|---:|")
@@ -155,7 +190,7 @@ def main():
                 print("| " + " | ".join(cells) + " |")
             medians = {name: float(np.median(e)) for name, e in errors.items()}
             summary.append((f"{kind} {p} GPUs", medians["datasheet"], medians["fitted"],
-                            "in sample" if case in fit_cases else "out of sample"))
+                            fitted_on[case]))
             print()
         print("### Summary: median absolute relative error\n")
         print("| collective | datasheet | fitted | fitted on it? |")

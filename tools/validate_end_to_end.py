@@ -28,11 +28,17 @@ SCENARIOS = {
 KERNELS = "compute"  # under ../shared/data
 
 
-def configurations(data, datasheet_preset, launch_ns):
+# The collective library's costs fitted on the NCCL measurements (tools/validate_collectives.py) that
+# the end-to-end runs take: launch costs and the reduction rate describe NCCL on an A100, not the
+# fabric, so they carry over; the fitted NVLink bandwidth does not (each scenario names its fabric).
+LIBRARY_KEYS = ("collective_launch_ns", "p2p_launch_ns", "reduction_GBps")
+
+
+def configurations(data, datasheet_preset, fit):
     """Estimator configurations: name -> --set overrides. Decided from kernel data only. Every one
-    takes the collective launch cost fitted on the NCCL measurements (tools/validate_collectives.py),
-    which beats the unfitted model on the out-of-sample 8-GPU all-reduce."""
-    launch = f"system.collective_launch_ns={launch_ns}"
+    but one takes the collective library's costs fitted on the NCCL measurements, which beat the
+    unfitted model on the out-of-sample 8-GPU all-reduce."""
+    library = [f"system.{key}={fit[key]}" for key in LIBRARY_KEYS]
     vidur = os.path.join(data, KERNELS, "vidur/compute/a100")
     llmcompass = os.path.join(data, KERNELS, "llmcompass/matmul_A100.csv")
     table_rule = ("compute.rules=[{classes: [gemm], estimator: table, "
@@ -40,14 +46,15 @@ def configurations(data, datasheet_preset, launch_ns):
                   f"tables: [{vidur}/Llama-2-70b-hf_mlp.csv, {llmcompass}], fallback: roofline}}]")
     return {
         "roofline, datasheet peaks (efficiency 1, no launch overhead: Hespas' roofline)":
-            ["compute.default=roofline", f"hardware={datasheet_preset}", launch],
-        "roofline, fitted on kernels": ["compute.default=roofline", launch],
-        "table for GEMMs, fitted roofline else": ["compute.default=roofline", table_rule, launch],
-        "table for GEMMs, fitted roofline else; no collective launch cost": ["compute.default=roofline", table_rule],
+            ["compute.default=roofline", f"hardware={datasheet_preset}", *library],
+        "roofline, fitted on kernels": ["compute.default=roofline", *library],
+        "table for GEMMs, fitted roofline else": ["compute.default=roofline", table_rule, *library],
+        "table for GEMMs, fitted roofline else; no fitted collective costs (no launch costs, reductions at the "
+        "HBM bandwidth)": ["compute.default=roofline", table_rule],
         "table for GEMMs, fitted roofline else; no collective combining (every collective as exported)":
-            ["compute.default=roofline", table_rule, "system.combine_threshold_bytes=0", launch],
+            ["compute.default=roofline", table_rule, "system.combine_threshold_bytes=0", *library],
         "table for GEMMs, fitted roofline else; no fusion (the program as exported)":
-            ["compute.default=roofline", table_rule, "compute.fusion=none", launch],
+            ["compute.default=roofline", table_rule, "compute.fusion=none", *library],
     }
 
 
@@ -106,7 +113,7 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--root", required=True)
     parser.add_argument("--collective-fit", required=True,
-                        help="JSON with collective_launch_ns (tools/validate_collectives.py --fit-out)")
+                        help="JSON with the fitted collective costs (tools/validate_collectives.py --fit-out)")
     args = parser.parse_args()
     refs = pd.read_csv(os.path.join(args.data, "ground_truth/hespas_refs.csv"))
 
@@ -118,13 +125,13 @@ def main():
           "Predicted: `orrery run` on the scenario named per row, with each estimator configuration. "
           f"**Frozen configuration: {FROZEN}** — chosen from the kernel-level validation "
           "([compute.md](compute.md)) before any step time was compared; no constant here is fitted to a "
-          "step time. Every configuration but one takes the collective launch cost fitted on the NCCL "
-          "measurements below (`system.collective_launch_ns`).\n")
+          "step time. Every configuration but one takes the collective library's costs fitted on the NCCL "
+          "measurements below: " + ", ".join(f"`system.{key}`" for key in LIBRARY_KEYS) + ".\n")
     with tempfile.TemporaryDirectory() as work:
         results = []
         with open(args.collective_fit) as f:
-            launch_ns = json.load(f)["collective_launch_ns"]
-        configs = configurations(args.data, datasheet_preset(args.root, work), launch_ns)
+            fit = json.load(f)
+        configs = configurations(args.data, datasheet_preset(args.root, work), fit)
         for _, row in refs.iterrows():
             scenario = os.path.join(args.root, SCENARIOS[row.workload])
             program = os.path.join(args.data, "stablehlo", os.path.relpath(row.workload_file, "stablehlo"))
