@@ -22,6 +22,10 @@ runs `orrery run` on it; the step time is the collective's time. Two system desc
              the fit scans it without rerunning Orrery; each bandwidth and reduction rate of the
              grids is a real run.
 
+Then the same collectives across two nodes (the rows with fewer devices per node than workers): the
+NIC bandwidth and per-hop fabric latency fitted on the cross-node send/recv rows, the cross-node
+all-reduces predicted out of sample with eight NICs per node (a DGX A100's) and, as a what-if, one.
+
 Writes a Markdown section to stdout (tools/validate.sh puts it in docs/validation/end-to-end.md).
 """
 import argparse
@@ -50,16 +54,21 @@ ALL_REDUCE = """"stablehlo.all_reduce"(%arg0) ({{
     }}) {{replica_groups = dense<[[{group}]]> : tensor<1x{p}xi64>}} : (tensor<{n}xf32>) -> tensor<{n}xf32>"""
 PERMUTE = """"stablehlo.collective_permute"(%arg0) {{source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>}} : (tensor<{n}xf32>) -> tensor<{n}xf32>"""
 
+ONE_NODE = "{topology: {kind: none}, model: flow}"
+# Two nodes on one switch; each node's devices reach it through `rails` NICs (device d: NIC d mod rails).
+TWO_NODES = ("{{topology: {{kind: switch, nodes: 2, link_GBps: {nic}, latency_ns: {fabric_latency}}}, "
+             "nic: {{rails: {rails}, bandwidth_GBps: {nic}, latency_ns: 0}}, model: flow}}")
+
 SCENARIO = """hardware: A100_80GB
 system:
-  devices_per_node: {p}
+  devices_per_node: {per_node}
   scale_up: {{bandwidth_GBps: {bandwidth}, latency_ns: {latency}}}
   endpoint_delay_ns: {delay}
   collective_launch_ns: {launch}
   p2p_launch_ns: {p2p_launch}
   chunks: 1
   reduction_GBps: {reduction}
-network: {{topology: {{kind: none}}, model: flow}}
+network: {network}
 workload:
   programs: [{{file: {module}, ranks: all}}]
 """
@@ -67,7 +76,7 @@ workload:
 
 def predict(orrery, workdir, kind, p, size, system):
     """The time of one collective (ms); `system` holds the scenario's bandwidth, latency, delay,
-    launch, p2p_launch and reduction (GB/s, 0: the HBM bandwidth)."""
+    launch, p2p_launch, reduction (GB/s, 0: the HBM bandwidth), per_node and network."""
     workdir = tempfile.mkdtemp(dir=workdir)  # calls run concurrently
     n = max(1, size // 4)
     if kind == "all_reduce":
@@ -79,7 +88,7 @@ def predict(orrery, workdir, kind, p, size, system):
         f.write(MODULE.format(n=n, p=p, op=op))
     scenario = os.path.join(workdir, "scenario.yaml")
     with open(scenario, "w") as f:
-        f.write(SCENARIO.format(p=p, module=module, **system))
+        f.write(SCENARIO.format(module=module, **system))
     summary = os.path.join(workdir, "summary.json")
     subprocess.run([orrery, "--log-level", "warn", "run", scenario, "--summary-json", summary],
                    check=True, stdout=subprocess.DEVNULL)
@@ -113,10 +122,12 @@ def main():
 
     with tempfile.TemporaryDirectory() as workdir, concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         def run_case(case, system):
-            kind, p, _ = case
+            kind, p, per_node = case
+            system = dict(system, per_node=per_node)
             # Each run is mostly process start-up (MPI initialisation), so several run at once.
             return list(pool.map(lambda size: predict(args.orrery, workdir, kind, p, size, system),
-                                 [size for size, _ in rows[case]]))
+                                 [size for size, _ in run_case.rows[case]]))
+        run_case.rows = dict(rows)
 
         def fit_launch(cases_and_times):
             """The launch cost (ns, 500 ns steps) that, added to every time, best fits the cases."""
@@ -129,7 +140,8 @@ def main():
             return best
 
         # The injection delay and NVSwitch latency stay at 1 us (a transfer's own start-up).
-        base = {"bandwidth": 300, "latency": 1000, "delay": 1000, "launch": 0, "p2p_launch": 0, "reduction": 0}
+        base = {"bandwidth": 300, "latency": 1000, "delay": 1000, "launch": 0, "p2p_launch": 0, "reduction": 0,
+                "network": ONE_NODE}
         send_recv = cases[3]
         all_reduces = [cases[0], cases[1]]
         # 1. Moving data, on send/recv: NVLink bandwidth (grid) and point-to-point launch cost.
@@ -198,6 +210,92 @@ def main():
         for name, datasheet, fitted, sample in summary:
             print(f"| {name} | {datasheet:.1%} | {fitted:.1%} | {sample} |")
         print()
+
+        two_nodes(nccl, sizes, settings["fitted"], run_case)
+
+
+def two_nodes(nccl, sizes, fitted, run_case):
+    """The same collectives across two DGX A100 nodes (Vidur's rows with fewer devices per node than
+    workers). The source does not describe the fabric between the nodes, so the scale-out side is
+    fitted on the one cross-node send/recv row set (NIC bandwidth and per-hop fabric latency, with
+    the one-node constants fixed), and the all-reduces over 2 x 1, 2 x 2, 2 x 4 and 2 x 8 GPUs are
+    predicted out of sample: with the DGX A100's eight NICs (one per GPU, 200 Gb/s each), and, as
+    a what-if, with one NIC per node."""
+    send_recv = ("send_recv", 2, 1)
+    all_reduces = [("all_reduce", 2, 1), ("all_reduce", 4, 2), ("all_reduce", 8, 4), ("all_reduce", 16, 8)]
+    rows = {case: measured(nccl, case[0], case[1], case[2], sizes) for case in [send_recv] + all_reduces}
+    run_case.rows.update(rows)
+
+    def network(nic, fabric_latency, rails):
+        return TWO_NODES.format(nic=nic, fabric_latency=fabric_latency, rails=rails)
+
+    # NIC bandwidth and fabric latency on a grid (each a real run: a send above the eager limit
+    # waits for a notice that crosses the fabric too), the point-to-point launch cost as fitted in
+    # one node.
+    best = None
+    for nic in (5, 6, 7, 8, 9, 10, 12, 15, 20, 25):
+        for fabric_latency in (500, 1000, 2000, 4000, 8000, 12000, 16000):
+            system = dict(fitted, network=network(nic, fabric_latency, 8))
+            times = run_case(send_recv, system)
+            error = sum((math.log(a) - math.log(m)) ** 2 for a, (_, m) in zip(times, rows[send_recv]))
+            if best is None or error < best[0]:
+                best = (error, nic, fabric_latency)
+    _, nic, fabric_latency = best
+    settings = {
+        "datasheet NIC": dict(fitted, network=network(25, 1000, 8)),
+        "fitted, 8 NICs": dict(fitted, network=network(nic, fabric_latency, 8)),
+        "fitted, 1 NIC": dict(fitted, network=network(nic, fabric_latency, 1)),
+    }
+    print("## Collectives across two DGX A100 nodes\n")
+    print("Measured: Vidur's rows with fewer devices per node than workers (two nodes). The source does not "
+          "describe the fabric between the nodes. Predicted: the one-node fitted constants above, the two "
+          "nodes on one switch (two hops), each GPU reaching it through NIC (GPU index mod NICs).\n")
+    print("- **datasheet NIC**: the DGX A100's eight NICs, 200 Gb/s (25 GB/s) each, 1000 ns per hop.")
+    print(f"- **fitted, 8 NICs**: NIC bandwidth {nic} GB/s and fabric latency {fabric_latency} ns per hop, "
+          "fitted (grid search, least squares in log time) on the cross-node send/recv rows only; the "
+          "all-reduce rows are out of sample.")
+    print("- **fitted, 1 NIC**: the same NIC, one per node (a what-if, not fitted): how the predictions move "
+          "if every GPU's inter-node traffic shares one NIC.\n")
+    summary = []
+    faster = {"fitted, 8 NICs": 0, "fitted, 1 NIC": 0}  # rows with several GPUs per node predicted too fast
+    rows_several = 0
+    for case in [send_recv] + all_reduces:
+        kind, p, per_node = case
+        predictions = {name: run_case(case, system) for name, system in settings.items()}
+        if kind == "all_reduce" and per_node > 1:
+            rows_several += len(rows[case])
+            for name in faster:
+                faster[name] += sum(predicted < value for predicted, (_, value) in zip(predictions[name], rows[case]))
+        print(f"### {kind}, {p} GPUs on two nodes ({per_node} per node)\n")
+        print("| bytes | measured ms | " + " | ".join(f"{name} ms | error" for name in settings) + " |")
+        print("|---:|---:|" + "---:|---:|" * len(settings))
+        errors = {name: [] for name in settings}
+        for i, (size, value) in enumerate(rows[case]):
+            cells = [f"{size}", f"{value:.4f}"]
+            for name in settings:
+                relative = (predictions[name][i] - value) / value
+                errors[name].append(abs(relative))
+                cells += [f"{predictions[name][i]:.4f}", f"{relative:+.1%}"]
+            print("| " + " | ".join(cells) + " |")
+        summary.append((f"{kind} {p} GPUs ({per_node} per node)",
+                        {name: float(np.median(e)) for name, e in errors.items()},
+                        "in sample (NIC, fabric latency)" if case == send_recv else "out of sample"))
+        print()
+    print("### Summary across two nodes: median absolute relative error\n")
+    print("| collective | " + " | ".join(settings) + " | fitted on it? |")
+    print("|---|" + "---:|" * len(settings) + "---|")
+    for name, medians, sample in summary:
+        print(f"| {name} | " + " | ".join(f"{medians[s]:.1%}" for s in settings) + f" | {sample} |")
+    print()
+    print("With one GPU per node the number of NICs does not matter, and the out-of-sample all-reduce is "
+          f"within {summary[1][1]['fitted, 8 NICs']:.1%} (median) of the measurement. With more GPUs per node "
+          f"the eight-NIC prediction is faster than the measurement in {faster['fitted, 8 NICs']} of {rows_several} "
+          f"rows and the one-NIC what-if in {faster['fitted, 1 NIC']}"
+          + (": the measured runs got less inter-node bandwidth than eight NICs at the fitted rate give"
+             if faster["fitted, 8 NICs"] > rows_several // 2 else "")
+          + ". The source does not say how the nodes were connected or which NICs NCCL used, and Orrery's "
+          "prediction across nodes is only as good as the fabric described to it (`network.nic.rails`, "
+          "`network.nic.bandwidth_GBps`, the topology's links).\n")
 
 
 if __name__ == "__main__":
