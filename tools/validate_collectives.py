@@ -55,6 +55,8 @@ ALL_REDUCE = """"stablehlo.all_reduce"(%arg0) ({{
 PERMUTE = """"stablehlo.collective_permute"(%arg0) {{source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>}} : (tensor<{n}xf32>) -> tensor<{n}xf32>"""
 
 ONE_NODE = "{topology: {kind: none}, model: flow}"
+DGX_A100_NICS = 8          # per node, one per GPU
+DGX_A100_NIC_GBPS = 25     # 200 Gb/s HDR InfiniBand (../shared/reference/hardware.md)
 # Two nodes on one switch; each node's devices reach it through `rails` NICs (device d: NIC d mod rails).
 TWO_NODES = ("{{topology: {{kind: switch, nodes: 2, link_GBps: {nic}, latency_ns: {fabric_latency}}}, "
              "nic: {{rails: {rails}, bandwidth_GBps: {nic}, latency_ns: 0}}, model: flow}}")
@@ -235,22 +237,23 @@ def two_nodes(nccl, sizes, fitted, run_case):
     best = None
     for nic in (5, 6, 7, 8, 9, 10, 12, 15, 20, 25):
         for fabric_latency in (500, 1000, 2000, 4000, 8000, 12000, 16000):
-            system = dict(fitted, network=network(nic, fabric_latency, 8))
+            system = dict(fitted, network=network(nic, fabric_latency, DGX_A100_NICS))
             times = run_case(send_recv, system)
             error = sum((math.log(a) - math.log(m)) ** 2 for a, (_, m) in zip(times, rows[send_recv]))
             if best is None or error < best[0]:
                 best = (error, nic, fabric_latency)
     _, nic, fabric_latency = best
     settings = {
-        "datasheet NIC": dict(fitted, network=network(25, 1000, 8)),
-        "fitted, 8 NICs": dict(fitted, network=network(nic, fabric_latency, 8)),
+        "datasheet NIC": dict(fitted, network=network(DGX_A100_NIC_GBPS, 1000, DGX_A100_NICS)),
+        "fitted, 8 NICs": dict(fitted, network=network(nic, fabric_latency, DGX_A100_NICS)),
         "fitted, 1 NIC": dict(fitted, network=network(nic, fabric_latency, 1)),
     }
     print("## Collectives across two DGX A100 nodes\n")
     print("Measured: Vidur's rows with fewer devices per node than workers (two nodes). The source does not "
           "describe the fabric between the nodes. Predicted: the one-node fitted constants above, the two "
           "nodes on one switch (two hops), each GPU reaching it through NIC (GPU index mod NICs).\n")
-    print("- **datasheet NIC**: the DGX A100's eight NICs, 200 Gb/s (25 GB/s) each, 1000 ns per hop.")
+    print(f"- **datasheet NIC**: the DGX A100's {DGX_A100_NICS} NICs, {DGX_A100_NIC_GBPS * 8} Gb/s "
+          f"({DGX_A100_NIC_GBPS} GB/s) each, 1000 ns per hop.")
     print(f"- **fitted, 8 NICs**: NIC bandwidth {nic} GB/s and fabric latency {fabric_latency} ns per hop, "
           "fitted (grid search, least squares in log time) on the cross-node send/recv rows only; the "
           "all-reduce rows are out of sample.")
