@@ -128,8 +128,7 @@ def main():
             system = dict(system, per_node=per_node)
             # Each run is mostly process start-up (MPI initialisation), so several run at once.
             return list(pool.map(lambda size: predict(args.orrery, workdir, kind, p, size, system),
-                                 [size for size, _ in run_case.rows[case]]))
-        run_case.rows = dict(rows)
+                                 [size for size, _ in rows[case]]))
 
         def fit_launch(cases_and_times):
             """The launch cost (ns, 500 ns steps) that, added to every time, best fits the cases."""
@@ -213,10 +212,10 @@ def main():
             print(f"| {name} | {datasheet:.1%} | {fitted:.1%} | {sample} |")
         print()
 
-        two_nodes(nccl, sizes, settings["fitted"], run_case)
+        two_nodes(nccl, sizes, rows, settings["fitted"], run_case)
 
 
-def two_nodes(nccl, sizes, fitted, run_case):
+def two_nodes(nccl, sizes, rows, fitted, run_case):
     """The same collectives across two DGX A100 nodes (Vidur's rows with fewer devices per node than
     workers). The source does not describe the fabric between the nodes, so the scale-out side is
     fitted on the one cross-node send/recv row set (NIC bandwidth and per-hop fabric latency, with
@@ -225,8 +224,7 @@ def two_nodes(nccl, sizes, fitted, run_case):
     a what-if, with one NIC per node."""
     send_recv = ("send_recv", 2, 1)
     all_reduces = [("all_reduce", 2, 1), ("all_reduce", 4, 2), ("all_reduce", 8, 4), ("all_reduce", 16, 8)]
-    rows = {case: measured(nccl, case[0], case[1], case[2], sizes) for case in [send_recv] + all_reduces}
-    run_case.rows.update(rows)
+    rows.update({case: measured(nccl, case[0], case[1], case[2], sizes) for case in [send_recv] + all_reduces})
 
     def network(nic, fabric_latency, rails):
         return TWO_NODES.format(nic=nic, fabric_latency=fabric_latency, rails=rails)
