@@ -145,8 +145,14 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
       if (!pairs) {
         fail(pairs.error());
       }
+      info.paired.assign(devices, 0);
       for (const auto& [source, target] : pairs.value()) {
         info.pairs.emplace_back(source, target);
+        for (const std::uint32_t device : {source, target}) {
+          if (device < devices) {
+            info.paired[device] = 1;
+          }
+        }
       }
       std::vector<std::uint32_t> everyone(devices);
       for (std::uint32_t d = 0; d < devices; ++d) {

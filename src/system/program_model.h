@@ -50,8 +50,9 @@ struct CollectiveInfo {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   std::uint64_t bytes = 0;      // the plan's n: all-reduce input, all-gather output, ... (summed if combined)
   std::uint32_t combined = 1;   // IR ops combined into this collective (XLA's collective combiners)
-  std::uint32_t group_set = 0;  // for kPermute: the group of all devices in pairs
+  std::uint32_t group_set = 0;  // for kPermute: one group of all the program's devices
   std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;  // kPermute: (source, target) devices
+  std::vector<std::uint8_t> paired;  // kPermute: per device, 1 if it is a source or target of a pair
 };
 
 // A point-to-point send or recv op: its channel and, for sends, the target of each local device.

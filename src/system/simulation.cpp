@@ -747,8 +747,10 @@ class SystemModel {
     const ProgramModel& program = *programs_[rank.program];
     const CollectiveInfo& info = program.collective(op);
     const SimTime launch = launch_of(info.kind);
-    const bool member = program.group_set(info.group_set).group_of[rank.device] != GroupSet::kNoGroup;
-    if (launch > SimTime::zero() && member) {  // a device outside every group launches nothing
+    // A device outside every group, or in no pair of a permute, launches nothing.
+    const bool member = program.group_set(info.group_set).group_of[rank.device] != GroupSet::kNoGroup &&
+                        (info.kind != CollectiveKind::kPermute || info.paired[rank.device] != 0);
+    if (launch > SimTime::zero() && member) {
       ++rank.active_comm;  // the stream is busy launching it
       ++rank.launching;
       engine.send(lp, launch, CollectiveLaunched{op, engine.now()});

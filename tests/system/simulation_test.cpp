@@ -569,6 +569,35 @@ TEST(Simulation, PermutesAndAllToAllsTakeThePointToPointLaunchCost) {
   }
 }
 
+// A one-way permute 0 -> 1 of 1 MiB: devices 2 and 3 are in no pair.
+constexpr const char* kOnePair = R"(
+module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%arg0: tensor<262144xf32>) -> tensor<262144xf32> {
+    %0 = "stablehlo.collective_permute"(%arg0) {source_target_pairs = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<262144xf32>) -> tensor<262144xf32>
+    %1 = stablehlo.add %0, %0 : tensor<262144xf32>
+    return %1 : tensor<262144xf32>
+  }
+}
+)";
+
+TEST(Simulation, ADeviceInNoPairOfAPermuteLaunchesNothing) {
+  // XLA's permute thunk starts no NCCL sends or recvs on a device with no peer (it zeroes its
+  // output): devices 2 and 3 spend nothing on communication and end after their add, while
+  // devices 0 and 1 pay the 3 µs launch before the delivery.
+  const double delivery = 0.5e-6 + 1e-6 + 1048576.0 / 1e11;
+  for (const char* model : {"analytical", "flow"}) {
+    for (const std::uint32_t processes : {1U, 2U}) {
+      SCOPED_TRACE(std::string(model) + " np=" + std::to_string(processes));
+      const Outcome outcome = run(kOnePair, scenario_text(model), processes, {"system.p2p_launch_ns=3000"});
+      ASSERT_EQ(outcome.error, "");
+      EXPECT_NEAR(outcome.summary.step_time_s, 3e-6 + delivery + 10e-6, 1e-12);
+      EXPECT_EQ(outcome.summary.comm_s.min, 0.0);
+      EXPECT_NEAR(outcome.summary.comm_s.max, 3e-6 + delivery, 1e-12);
+      EXPECT_NEAR(outcome.summary.comm_s.mean, (3e-6 + delivery) / 2, 1e-12);
+    }
+  }
+}
+
 TEST(Simulation, ASenderMayRunMoreThanAThousandStepsAhead) {
   // The one-way permute again, with the receivers ten times slower: a sender's step is its
   // delivery plus 10 µs, a receiver's 100 µs once its data waits for it, so after 2,000 steps the
