@@ -1,4 +1,5 @@
-// `orrery run SCENARIO.yaml [--set key=value]... [--summary-json PATH]`: simulate a scenario.
+// `orrery run SCENARIO.yaml [--set key=value]... [--trace RUN.h5 [--detail L]] [--summary-json PATH]`:
+// simulate a scenario.
 #include <cstdio>
 #include <fmt/format.h>
 #include <fstream>
@@ -16,6 +17,8 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
     std::string scenario;
     std::vector<std::string> overrides;
     std::string summary_json;
+    std::string trace;
+    std::string detail;
     bool print_scenario = false;
   };
   auto arguments = std::make_shared<Arguments>();
@@ -24,6 +27,10 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
   command->add_option("--set", arguments->overrides, "Override a scenario key: dotted.key=value (repeatable)")
       ->allow_extra_args(false);
   command->add_option("--summary-json", arguments->summary_json, "Also write the summary as JSON to this file");
+  command->add_option("--trace", arguments->trace,
+                      "Write the run's HDF5 trace to this file (as --set output.trace=PATH; docs/trace.md)");
+  command->add_option("--detail", arguments->detail,
+                      "What the trace keeps: summary, collectives, ops or transfers (as --set output.detail=L)");
   command->add_flag("--print-scenario", arguments->print_scenario,
                     "Print the resolved scenario (defaults and overrides applied) and exit");
 
@@ -31,8 +38,15 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
     return run_with_mpi(global, [&](pdes::Communicator& communicator) {
       config::Scenario scenario;
       std::string json_path = arguments->summary_json;
+      std::vector<std::string> overrides = arguments->overrides;
+      if (!arguments->trace.empty()) {
+        overrides.push_back("output.trace=" + arguments->trace);
+      }
+      if (!arguments->detail.empty()) {
+        overrides.push_back("output.detail=" + arguments->detail);
+      }
       pdes::run_collectively(communicator, [&] {
-        scenario = config::load_scenario(arguments->scenario, arguments->overrides);
+        scenario = config::load_scenario(arguments->scenario, overrides);
         if (json_path.empty()) {
           json_path = scenario.output.summary_json.path;
         }

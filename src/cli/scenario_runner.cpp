@@ -6,7 +6,9 @@
 #include "compute/hardware.h"
 #include "compute/program_costs.h"
 #include "compute/rules.h"
+#include "cli/trace_output.h"
 #include "frontend/stablehlo/stablehlo.h"
+#include "pdes/mpi_communicator.h"
 #include "system/rank_set.h"
 
 namespace orrery::cli {
@@ -84,11 +86,6 @@ compute::Hardware load_scenario_hardware(const config::Scenario& scenario) {
 }
 
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
-  if (!scenario.output.trace.empty()) {
-    throw OrreryError(ErrorCode::kUnsupported,
-                      "output.trace: HDF5 traces are not implemented yet; remove the key (or set it to "
-                      "\"\") to run without a trace");
-  }
   const auto start = std::chrono::steady_clock::now();
   RunResult result;
   system::SimulationInput input;
@@ -134,8 +131,31 @@ RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario&
     result.compute.lookups = cache.lookups;
     result.compute.hits = cache.hits;
   });
-  result.summary = system::simulate(communicator, input);
+  // The trace file is created before the run, so that a path that cannot be written fails first.
+  std::unique_ptr<trace::Writer> writer;
+  system::TraceRecord record;
+  if (!scenario.output.trace.empty()) {
+    const auto* mpi = dynamic_cast<const pdes::MpiCommunicator*>(&communicator);
+    if (mpi == nullptr) {
+      throw OrreryError(ErrorCode::kUnsupported, "output.trace: traces are written with MPI-IO (orrery run)");
+    }
+    // Every process fails alike if the file cannot be created (the writer agrees on it); only the
+    // first reports it.
+    pdes::run_collectively(communicator, [&] {
+      try {
+        writer = std::make_unique<trace::Writer>(mpi->comm(), scenario.output.trace.path);
+      } catch (const OrreryError& error) {
+        throw OrreryError(config::attributed_to(scenario.output.trace, error.error()));
+      }
+    });
+    begin_trace(*writer, scenario);
+    record.detail = scenario.output.detail;
+  }
+  result.summary = system::simulate(communicator, input, writer ? &record : nullptr);
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (writer) {
+    write_trace(*writer, result, record, communicator.rank(), communicator.size());
+  }
   return result;
 }
 

@@ -171,6 +171,15 @@ Action register_sweep(CLI::App& app, const GlobalOptions& global) {
           try {
             const config::Scenario scenario = config::load_scenario(arguments->scenario, overrides);
             (void)load_scenario_hardware(scenario);  // a preset name is a typo, not a result
+            if (!scenario.output.trace.empty()) {
+              throw OrreryError(config::attributed_to(
+                  scenario.output.trace,
+                  Error{ErrorCode::kUnsupported,
+                        "output.trace: orrery sweep writes no traces (every point would write the same file); "
+                        "remove the key, and trace a point with orrery run --trace",
+                        std::nullopt,
+                        {}}));
+            }
           } catch (const OrreryError& error) {
             Error named = error.error();
             named.message = fmt::format("sweep point {} ({}): {}", point, fmt::join(point_values, ", "), named.message);

@@ -31,11 +31,13 @@ struct OutputConfig {
   template <class V>
   void fields(V& v) {
     v("trace", trace,
-      "HDF5 trace file to write; empty: no trace. Not implemented yet: `orrery run` rejects a "
-      "non-empty value rather than run without writing it.");
+      "HDF5 trace file to write (docs/trace.md; same as `orrery run --trace`); empty: no trace. "
+      "Created before the run starts; its `complete` attribute is 1 once the run has written it "
+      "all. `orrery sweep` rejects it.");
     v("detail", detail,
-      "How much the trace keeps: per-rank summaries only, plus collectives, plus every op, plus "
-      "every transfer.");
+      "How much the trace keeps: per-rank and per-step summaries and links (summary), plus every "
+      "collective, send and recv (collectives), plus every compute kernel (ops), plus every network "
+      "transfer and the bytes on each link (transfers). Same as `orrery run --detail`.");
     v("summary_json", summary_json, "Write the run summary as JSON here (same as --summary-json).");
   }
 };

@@ -12,6 +12,7 @@ class MpiCommunicator final : public Communicator {
   // Does not take ownership of `comm`; the caller keeps it alive and frees it.
   explicit MpiCommunicator(MPI_Comm comm);
 
+  [[nodiscard]] MPI_Comm comm() const { return comm_; }
   [[nodiscard]] ProcessId rank() const override { return rank_; }
   [[nodiscard]] ProcessId size() const override { return size_; }
   void allreduce_min(std::span<std::uint64_t> values) override;

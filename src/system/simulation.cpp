@@ -1,6 +1,7 @@
 #include "system/simulation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <limits>
@@ -275,6 +276,11 @@ struct RankState {
   std::uint64_t transfer_sequence = 0;
   std::uint64_t transfers = 0;
   std::uint64_t transfer_bytes = 0;
+  // trace rows (output.detail), in event order
+  std::vector<OpRow> trace_ops;
+  std::vector<CollectiveRow> trace_collectives;
+  std::vector<TransferRow> trace_transfers;
+  absl::flat_hash_map<std::uint32_t, SimTime> peer_issued;  // send/recv op -> when it was issued
 };
 
 // A plan per (program, collective, group): plans are pure functions of the group, so they are
@@ -373,11 +379,19 @@ class SystemModel {
               if (delivered->kind == network::NetworkMessage::Kind::kSent) {
                 on_sent(engine, lp, rank, delivered->request.id);
               } else {
+                if (trace_transfers_) {
+                  trace_transfer(engine, lp, rank, *delivered);
+                }
                 on_arrival(engine, lp, rank, delivered->tag, delivered->request.bytes.count);
               }
             }
           } else if constexpr (std::is_same_v<T, ComputeDone>) {
             rank.compute_busy = false;
+            if (trace_ops_) {
+              const auto [name, label] = op_strings_[rank.program].at(programs_[rank.program]->graph().op(payload.op).source);
+              rank.trace_ops.push_back(
+                  OpRow{lp, rank.step, name, label, rank.running_since.ps(), engine.now().ps()});
+            }
             record_op(rank, payload.op, engine.now() - rank.running_since);
             complete(engine, lp, rank, payload.op);
           } else if constexpr (std::is_same_v<T, Settle>) {
@@ -562,6 +576,9 @@ class SystemModel {
 
   void complete(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
     const ExecGraph& graph = programs_[rank.program]->graph();
+    if (trace_collectives_ && (graph.op(op).kind == ExecKind::kSend || graph.op(op).kind == ExecKind::kRecv)) {
+      trace_peer_op(engine, lp, rank, op);
+    }
     for (const std::uint32_t consumer : graph.consumers(op)) {
       const std::uint32_t degree = graph.in_degree(consumer);
       if (degree == 1) {
@@ -601,6 +618,9 @@ class SystemModel {
       batch.swap(rank.ready_peer);
       std::sort(batch.begin(), batch.end());
       for (const std::uint32_t op : batch) {
+        if (trace_collectives_) {
+          rank.peer_issued[op] = engine.now();
+        }
         if (p2p_launch_ > SimTime::zero() && takes_part(rank, op)) {
           ++rank.peer_launching;
           engine.send(lp, p2p_launch_, PeerLaunched{op});
@@ -1023,6 +1043,15 @@ class SystemModel {
     }
     const std::uint32_t op = run.exec_op;
     const SimTime issued = run.issued_at;
+    if (trace_collectives_) {
+      const ProgramModel& program = *programs_[rank.program];
+      const CollectiveInfo& info = program.collective(op);
+      rank.trace_collectives.push_back(CollectiveRow{
+          lp, run.training_step, op_strings_[rank.program].at(program.graph().op(op).source).first,
+          kind_strings_[static_cast<std::size_t>(info.kind)],
+          algorithm_strings_[static_cast<std::size_t>(run.plan->algorithm())], run.plan->members(), info.combined,
+          run.bytes, issued.ps(), engine.now().ps()});
+    }
     rank.runs.erase(run_key(ordinal, run.training_step));
     --rank.active_comm;
     record_op(rank, op, engine.now() - issued);
@@ -1409,6 +1438,113 @@ class SystemModel {
     complete(engine, lp, rank, op);
   }
 
+  // --- trace ---------------------------------------------------------------------------------------
+ public:
+  // Records what trace.detail asks for. Every string a row can refer to is interned here, in an
+  // order fixed by the programs and the topology, so the string table is the same on every process.
+  void enable_trace(TraceRecord& trace) {
+    trace_ = &trace;
+    trace_collectives_ = trace.detail >= config::TraceDetail::kCollectives;
+    trace_ops_ = trace.detail >= config::TraceDetail::kOps;
+    trace_transfers_ = trace.detail >= config::TraceDetail::kTransfers;
+    (void)intern("");  // string 0: the empty string (no algorithm)
+    for (std::size_t k = 0; k < kind_strings_.size(); ++k) {
+      kind_strings_[k] = intern(std::string(collective_kind_name(static_cast<CollectiveKind>(k))));
+    }
+    for (std::size_t a = 0; a < algorithm_strings_.size(); ++a) {
+      algorithm_strings_[a] = intern(std::string(algorithm_name(static_cast<Algorithm>(a))));
+    }
+    send_string_ = intern("send");
+    recv_string_ = intern("recv");
+    op_strings_.resize(programs_.size());
+    if (trace_collectives_) {
+      for (std::size_t p = 0; p < programs_.size(); ++p) {
+        const ProgramModel& program = *programs_[p];
+        std::set<workload::OpId> sources;
+        for (std::uint32_t i = 0; i < program.graph().size(); ++i) {
+          const ExecOp& exec = program.graph().op(i);
+          if (trace_ops_ || exec.kind != ExecKind::kCompute) {
+            sources.insert(exec.source);
+          }
+        }
+        const workload::Program& ir = program.program();
+        const workload::LineIndex lines(ir.source().text);
+        for (const workload::OpId source : sources) {
+          const workload::Op& op = ir.op(source);
+          const auto [line, column] = lines.line_column(op.offset);
+          const std::uint32_t name =
+              intern(fmt::format("{}:{}:{} {}", ir.source().path, line, column, ir.op_name(op)));  // as describe_op
+          op_strings_[p].emplace(source, std::pair{name, intern(program.kernel_label(source))});
+        }
+      }
+    }
+    if (trace_transfers_) {
+      rank_of_endpoint_.assign(topology_.num_endpoints(), ~std::uint32_t{0});
+      for (std::uint32_t r = 0; r < num_ranks_; ++r) {
+        rank_of_endpoint_[placement_.endpoint_of(r)] = r;
+      }
+      link_bytes_.assign(topology_.graph().num_links(), 0);
+    }
+  }
+  [[nodiscard]] std::uint32_t intern(const std::string& text) {
+    const auto [it, inserted] = string_index_.try_emplace(text, static_cast<std::uint32_t>(trace_->strings.size()));
+    if (inserted) {
+      trace_->strings.push_back(text);
+    }
+    return it->second;
+  }
+  [[nodiscard]] const std::vector<std::uint64_t>& link_bytes() const { return link_bytes_; }
+
+ private:
+  // A network transfer delivered to `rank`, and the bytes it carried over each link of its route.
+  void trace_transfer(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank,
+                      const network::NetworkMessage& message) {
+    const MessageTag& tag = message.tag;
+    std::uint32_t kind = send_string_;
+    if ((tag.low & kPeerBit) == 0) {
+      const ProgramModel& program = *programs_[rank.program];
+      const std::uint32_t exec_op = program.graph().collectives()[decode(tag).ordinal];
+      kind = kind_strings_[static_cast<std::size_t>(program.collective(exec_op).kind)];
+    }
+    const std::uint64_t bytes = message.request.bytes.count;
+    rank.trace_transfers.push_back(TransferRow{lp, rank_of_endpoint_[message.request.source],
+                                               static_cast<std::uint32_t>(tag.high & 0xffffffffULL), kind, bytes,
+                                               message.sent.ps(), engine.now().ps()});
+    routing_.route(message.request.source, message.request.destination, message.request.flow_key, trace_path_);
+    for (const network::LinkId link : trace_path_) {
+      link_bytes_[link] += bytes;
+    }
+  }
+
+  // A send or recv op completed on `rank`.
+  void trace_peer_op(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank, std::uint32_t op) {
+    const ProgramModel& program = *programs_[rank.program];
+    const bool send = program.graph().op(op).kind == ExecKind::kSend;
+    const auto issued = rank.peer_issued.find(op);
+    ORRERY_ASSERT(issued != rank.peer_issued.end(), "a send or recv completed that was never issued");
+    const PeerInfo& peer = program.peer(op);
+    const bool paired = (send ? peer.target_of : peer.source_of)[rank.device] != PeerInfo::kNone;
+    rank.trace_collectives.push_back(CollectiveRow{lp, rank.step,
+                                                   op_strings_[rank.program].at(program.graph().op(op).source).first,
+                                                   send ? send_string_ : recv_string_, 0, paired ? 2U : 1U, 1,
+                                                   peer.bytes, issued->second.ps(), engine.now().ps()});
+    rank.peer_issued.erase(issued);
+  }
+
+  TraceRecord* trace_ = nullptr;
+  bool trace_collectives_ = false;
+  bool trace_ops_ = false;
+  bool trace_transfers_ = false;
+  std::unordered_map<std::string, std::uint32_t> string_index_;
+  std::array<std::uint32_t, 6> kind_strings_{};       // by CollectiveKind
+  std::array<std::uint32_t, 6> algorithm_strings_{};  // by Algorithm
+  std::uint32_t send_string_ = 0;
+  std::uint32_t recv_string_ = 0;
+  std::vector<std::unordered_map<workload::OpId, std::pair<std::uint32_t, std::uint32_t>>> op_strings_;  // (name, label)
+  std::vector<std::uint32_t> rank_of_endpoint_;
+  std::vector<std::uint64_t> link_bytes_;  // this process's deliveries
+  std::vector<network::LinkId> trace_path_;
+
   const config::Scenario& scenario_;
   std::vector<std::unique_ptr<ProgramModel>>& programs_;
   const network::Topology& topology_;
@@ -1530,7 +1666,71 @@ std::uint32_t count_ranks(const SimulationInput& input) {
 
 }  // namespace
 
-RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input) {
+// The trace's rows of this process's ranks, one block per rank in increasing rank order; the
+// per-rank and per-step tables and the links' bytes (summed over processes) for all.
+void collect_trace(pdes::Communicator& communicator, std::span<const pdes::LpId> local_lps, SystemModel& system,
+                   const network::Topology& topology, const network::Placement& placement,
+                   const std::vector<std::unique_ptr<ProgramModel>>& programs,
+                   const std::vector<std::vector<StepRecord>>& records, TraceRecord& trace) {
+  const auto ranks = static_cast<std::uint32_t>(records.size());
+  std::vector<pdes::LpId> mine(local_lps.begin(), local_lps.end());
+  std::sort(mine.begin(), mine.end());
+  for (const pdes::LpId lp : mine) {
+    if (lp >= ranks) {
+      continue;
+    }
+    const RankState& rank = system.states()[lp];
+    trace.ops.insert(trace.ops.end(), rank.trace_ops.begin(), rank.trace_ops.end());
+    trace.collectives.insert(trace.collectives.end(), rank.trace_collectives.begin(), rank.trace_collectives.end());
+    trace.transfers.insert(trace.transfers.end(), rank.trace_transfers.begin(), rank.trace_transfers.end());
+    trace.blocks.push_back(RankBlock{lp, rank.trace_ops.size(), rank.trace_collectives.size(),
+                                     rank.trace_transfers.size()});
+  }
+  std::vector<std::uint32_t> program_of(ranks, 0);
+  std::vector<std::uint32_t> device_of(ranks, 0);
+  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+    for (std::uint32_t device = 0; device < programs[p]->ranks().size(); ++device) {
+      program_of[programs[p]->global_rank(device)] = p;
+      device_of[programs[p]->global_rank(device)] = device;
+    }
+  }
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    const network::EndpointId endpoint = placement.endpoint_of(r);
+    trace.ranks.push_back(TraceRecord::Rank{program_of[r], device_of[r], endpoint, topology.node_of(endpoint)});
+    for (std::uint32_t k = 0; k < records[r].size(); ++k) {
+      const StepRecord& step = records[r][k];
+      trace.steps.push_back(TraceRecord::Step{r, k, step.start_ps, step.end_ps, step.compute_ps, step.comm_ps,
+                                              step.exposed_ps});
+    }
+  }
+  // Links: every process's deliveries, summed (sparse: only links that carried bytes travel).
+  const network::Graph& graph = topology.graph();
+  std::vector<std::uint64_t> bytes(graph.num_links(), 0);
+  if (trace.detail >= config::TraceDetail::kTransfers) {
+    pdes::ByteBuffer buffer;
+    const std::vector<std::uint64_t>& local = system.link_bytes();
+    for (std::uint32_t link = 0; link < local.size(); ++link) {
+      if (local[link] != 0) {
+        pdes::append_record(buffer, link);
+        pdes::append_record(buffer, local[link]);
+      }
+    }
+    for (const pdes::ByteBuffer& other : communicator.allgather(buffer)) {
+      Reader reader(other);
+      while (!reader.done()) {
+        const auto link = reader.read<std::uint32_t>();
+        bytes[link] += reader.read<std::uint64_t>();
+      }
+    }
+  }
+  for (std::uint32_t link = 0; link < graph.num_links(); ++link) {
+    const network::Link& l = graph.link(link);
+    trace.links.push_back(TraceRecord::Link{link, l.from, l.to, system.intern(std::string(network::link_kind_name(l.kind))),
+                                            l.bandwidth.value, l.latency.ps(), bytes[link]});
+  }
+}
+
+RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input, TraceRecord* trace) {
   ORRERY_ASSERT(input.scenario != nullptr, "simulate() needs a scenario");
   const config::Scenario& scenario = *input.scenario;
   const pdes::ProcessId processes = communicator.size();
@@ -1649,6 +1849,9 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   }
   pdes::Engine<Payload> engine(communicator, partition, channels, options);
   SystemModel system(input, programs, *topology, *routing, *placement, network, ranks);
+  if (trace != nullptr) {
+    system.enable_trace(*trace);
+  }
   // Initial events can fail (a time beyond the engine's range) on some processes only: fail on all.
   pdes::run_collectively(communicator, [&] { system.initialise(engine); });
   summary.engine = engine.run(system);
@@ -1799,6 +2002,10 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     summary.comm_s = spread_of(comm);
     summary.exposed_comm_s = spread_of(exposed);
     summary.idle_s = spread_of(idle);
+  }
+
+  if (trace != nullptr) {
+    collect_trace(communicator, engine.local_lps(), system, *topology, *placement, programs, records, *trace);
   }
 
   // --- top ops and collectives ---------------------------------------------------------------------

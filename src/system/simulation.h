@@ -87,9 +87,93 @@ struct RunSummary {
   std::string partition;
 };
 
+// What a run records for its trace (output.detail), for the ranks this process simulates. Rows
+// of one rank are in the order the rank's events happened; `blocks` says how many rows each
+// local rank has (ranks increasing), so that the trace writer can place them. Times are integer
+// picoseconds of simulated time.
+struct OpRow {  // a compute kernel (output.detail ops and transfers)
+  std::uint32_t rank = 0;
+  std::uint32_t step = 0;     // the training step, from 0
+  std::uint32_t name = 0;     // index into TraceRecord::strings: "file:line:col op" of the kernel's op
+  std::uint32_t label = 0;    // index into strings: the kernel ("fusion of 12 ops (reduction)", or the op)
+  std::uint64_t start_ps = 0;
+  std::uint64_t end_ps = 0;
+};
+
+struct CollectiveRow {  // a collective, or a send or recv op (output.detail collectives and above)
+  std::uint32_t rank = 0;
+  std::uint32_t step = 0;
+  std::uint32_t name = 0;       // index into strings
+  std::uint32_t kind = 0;       // index into strings: all_reduce, ..., send, recv
+  std::uint32_t algorithm = 0;  // index into strings: ring, tree, ... ("" for send and recv)
+  std::uint32_t members = 0;    // group size (2 for a send or recv with a peer, 1 for none)
+  std::uint32_t combined = 0;   // IR ops combined into it (1: as exported)
+  std::uint64_t bytes = 0;      // the collective's size (as the summary counts it)
+  std::uint64_t issued_ps = 0;  // issued on the rank's comm stream (before any launch cost)
+  std::uint64_t end_ps = 0;     // complete on this rank
+};
+
+struct TransferRow {  // a network transfer, recorded by its receiver (output.detail transfers)
+  std::uint32_t destination = 0;  // the receiving rank
+  std::uint32_t source = 0;       // the sending rank
+  std::uint32_t step = 0;         // the receiver's training step the data is for
+  std::uint32_t kind = 0;         // index into strings: the collective's kind, or "send"
+  std::uint64_t bytes = 0;
+  std::uint64_t sent_ps = 0;       // handed to the network (before the injection delay)
+  std::uint64_t delivered_ps = 0;  // its last byte at the receiver
+};
+
+struct RankBlock {
+  std::uint32_t rank = 0;
+  std::uint64_t ops = 0;
+  std::uint64_t collectives = 0;
+  std::uint64_t transfers = 0;
+};
+
+struct TraceRecord {
+  config::TraceDetail detail = config::TraceDetail::kSummary;
+  std::vector<std::string> strings;  // the same on every process
+  std::vector<OpRow> ops;
+  std::vector<CollectiveRow> collectives;
+  std::vector<TransferRow> transfers;
+  std::vector<RankBlock> blocks;
+  // Per rank (all ranks, on every process): program, device, endpoint, node, steps completed,
+  // and each step's record.
+  struct Rank {
+    std::uint32_t program = 0;
+    std::uint32_t device = 0;
+    std::uint32_t endpoint = 0;
+    std::uint32_t node = 0;
+  };
+  std::vector<Rank> ranks;
+  struct Step {
+    std::uint32_t rank = 0;
+    std::uint32_t step = 0;
+    std::uint64_t start_ps = 0;
+    std::uint64_t end_ps = 0;
+    std::uint64_t compute_ps = 0;
+    std::uint64_t comm_ps = 0;
+    std::uint64_t exposed_comm_ps = 0;
+  };
+  std::vector<Step> steps;  // all ranks, rank then step order
+  // Per network link (all links, on every process): bytes delivered over it (output.detail
+  // transfers; empty below), and the link's ends and rate.
+  struct Link {
+    std::uint32_t link = 0;
+    std::uint32_t from = 0;  // vertex ids of the topology graph
+    std::uint32_t to = 0;
+    std::uint32_t kind = 0;  // index into strings: scale_up, nic, fabric, ...
+    double bandwidth_Bps = 0.0;
+    std::uint64_t latency_ps = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::vector<Link> links;
+};
+
 // Runs the simulation on `communicator` (every process calls it). Throws OrreryError for bad input
 // (naming the program, op and ranks) and for a deadlock (naming the blocked ranks and what each
 // waits for).
-RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input);
+// With `trace`, also records what its `detail` asks for (set `trace->detail` before the call).
+RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input, TraceRecord* trace = nullptr);
 
 }  // namespace orrery::system

@@ -56,6 +56,21 @@ SourceLocation locate(std::string_view path, std::string_view text, std::size_t 
                         std::string(text.substr(line_start, line_end - line_start))};
 }
 
+LineIndex::LineIndex(std::string_view text) {
+  line_starts_.push_back(0);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      line_starts_.push_back(i + 1);
+    }
+  }
+}
+
+std::pair<std::uint32_t, std::uint32_t> LineIndex::line_column(std::size_t offset) const {
+  const auto next = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  const auto line = static_cast<std::size_t>(next - line_starts_.begin());  // >= 1: line_starts_[0] is 0
+  return {static_cast<std::uint32_t>(line), static_cast<std::uint32_t>(offset - line_starts_[line - 1] + 1)};
+}
+
 SourceLocation Program::location(std::uint32_t offset) const {
   return locate(source_->path, source_->text, offset);
 }

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "util/error.h"
@@ -77,6 +78,18 @@ struct SourceText {
 
 // file:line:col and the line's text for an offset into `text` (1-based line and column).
 SourceLocation locate(std::string_view path, std::string_view text, std::size_t offset);
+
+// Line and column of many offsets into one text: the line starts are found once, then each
+// lookup is a binary search (locate() scans the text from its start every time).
+class LineIndex {
+ public:
+  explicit LineIndex(std::string_view text);
+  // 1-based (line, column) of `offset`.
+  [[nodiscard]] std::pair<std::uint32_t, std::uint32_t> line_column(std::size_t offset) const;
+
+ private:
+  std::vector<std::size_t> line_starts_;
+};
 
 // An attribute: its name and its value's source text.
 struct Attribute {

@@ -67,7 +67,6 @@ assert max(h100) < min(a100), "H100 should be faster than A100"
 print("ok   sweep: 4 points, same CSV for 1 and 2 processes")
 PY
 
-expect trace_not_implemented 1 "output.trace: HDF5 traces are not implemented yet" -- "$orrery" run "$scenario" --set output.trace=/tmp/t.h5
 expect bad_key 2 "system.scale_up.bandwith_GBps: unknown key" -- "$orrery" run "$scenario" --set system.scale_up.bandwith_GBps=1
 expect missing_scenario 2 "cannot read '/nonexistent.yaml'" -- "$orrery" run /nonexistent.yaml
 expect missing_program 2 "workload.programs[0].file" -- "$orrery" run "$scenario" --set workload.programs.0.file=/nonexistent.mlir
