@@ -432,6 +432,7 @@ class SystemModel {
 
   // --- results ---------------------------------------------------------------------------------
   [[nodiscard]] const std::vector<RankState>& states() const { return states_; }
+  [[nodiscard]] std::vector<RankState>& states() { return states_; }
   // Per program and IR op: time summed over ranks, in picoseconds (integers: the sum is the same in
   // any order, so the summary is identical for any process count).
   [[nodiscard]] const std::vector<std::vector<std::uint64_t>>& op_picoseconds() const { return op_ps_; }
@@ -1679,12 +1680,16 @@ void collect_trace(pdes::Communicator& communicator, std::span<const pdes::LpId>
     if (lp >= ranks) {
       continue;
     }
-    const RankState& rank = system.states()[lp];
+    RankState& rank = system.states()[lp];
     trace.ops.insert(trace.ops.end(), rank.trace_ops.begin(), rank.trace_ops.end());
     trace.collectives.insert(trace.collectives.end(), rank.trace_collectives.begin(), rank.trace_collectives.end());
     trace.transfers.insert(trace.transfers.end(), rank.trace_transfers.begin(), rank.trace_transfers.end());
     trace.blocks.push_back(RankBlock{lp, rank.trace_ops.size(), rank.trace_collectives.size(),
                                      rank.trace_transfers.size()});
+    // The rows now live in `trace` only (a transfers trace of a large run is most of its memory).
+    std::vector<OpRow>().swap(rank.trace_ops);
+    std::vector<CollectiveRow>().swap(rank.trace_collectives);
+    std::vector<TransferRow>().swap(rank.trace_transfers);
   }
   std::vector<std::uint32_t> program_of(ranks, 0);
   std::vector<std::uint32_t> device_of(ranks, 0);
