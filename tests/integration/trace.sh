@@ -152,6 +152,12 @@ f = h5py.File(sys.argv[1], 'r')
 assert int(f.attrs['complete']) == 0, 'a failed run left a trace marked complete'
 print('ok   a failed run leaves its trace marked incomplete')" "$work/stuck.h5" || failures=$((failures + 1))
 expect report_refuses_incomplete 1 "the trace is incomplete" -- "$python" "$report" "$work/stuck.h5"
+expect trace_of_a_deadlock_np2 1 "deadlock" -- "$mpirun" -np 2 "$orrery" run "$work/stuck.yaml" --trace "$work/stuck2.h5"
+"$python" -c "
+import h5py, sys
+f = h5py.File(sys.argv[1], 'r')
+assert int(f.attrs['complete']) == 0 and f.attrs['schema'] == b'orrery-trace'
+print('ok   a failed run on two processes leaves its trace marked incomplete')" "$work/stuck2.h5" || failures=$((failures + 1))
 
 expect trace_bad_directory 2 "cannot create the HDF5 trace" -- \
   "$orrery" run "$scenario" --trace "$work/no/such/dir/run.h5"
