@@ -318,6 +318,12 @@ std::string ProgramModel::describe_op(workload::OpId id) const {
   return fmt::format("{}:{}:{} {}", where.file, where.line, where.column, program_->op_name(op));
 }
 
+std::string ProgramModel::describe_op(workload::OpId id, const workload::LineIndex& lines) const {
+  const workload::Op& op = program_->op(id);
+  const auto [line, column] = lines.line_column(op.offset);
+  return fmt::format("{}:{}:{} {}", program_->source().path, line, column, program_->op_name(op));
+}
+
 std::uint64_t ProgramModel::result_bytes(workload::OpId id) const {
   std::uint64_t bytes = 0;
   for (const workload::TypeId type : program_->result_types(program_->op(id))) {

@@ -94,6 +94,8 @@ class ProgramModel {
   [[nodiscard]] const std::vector<PeerInfo>& peers() const { return peers_; }
   // "file.mlir:12:5 stablehlo.all_reduce" for messages.
   [[nodiscard]] std::string describe_op(workload::OpId op) const;
+  // The same, with the line found in `lines` (the program's source text indexed once: for many ops).
+  [[nodiscard]] std::string describe_op(workload::OpId op, const workload::LineIndex& lines) const;
   // Bytes of an op's results.
   [[nodiscard]] std::uint64_t result_bytes(workload::OpId op) const;
   // Bytes an exec op's source leaves in memory (for the memory estimate): what its kernel writes

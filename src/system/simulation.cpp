@@ -1468,13 +1468,9 @@ class SystemModel {
             sources.insert(exec.source);
           }
         }
-        const workload::Program& ir = program.program();
-        const workload::LineIndex lines(ir.source().text);
+        const workload::LineIndex lines(program.program().source().text);
         for (const workload::OpId source : sources) {
-          const workload::Op& op = ir.op(source);
-          const auto [line, column] = lines.line_column(op.offset);
-          const std::uint32_t name =
-              intern(fmt::format("{}:{}:{} {}", ir.source().path, line, column, ir.op_name(op)));  // as describe_op
+          const std::uint32_t name = intern(program.describe_op(source, lines));
           op_strings_[p].emplace(source, std::pair{name, intern(program.kernel_label(source))});
         }
       }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "workload/op_kind.h"
+#include "workload/program.h"
 
 namespace orrery::workload {
 namespace {
@@ -94,6 +95,25 @@ TEST(OpKind, TableSpellings) {
   EXPECT_EQ(op_operand_count(OpKind::kConcatenate), -1);
   EXPECT_TRUE(is_modelled_dialect("chlo"));
   EXPECT_FALSE(is_modelled_dialect("check"));
+}
+
+}  // namespace
+}  // namespace orrery::workload
+
+namespace orrery::workload {
+namespace {
+
+TEST(LineIndex, AgreesWithLocateAtEveryOffset) {
+  // Empty lines, a line without a trailing newline, and offsets at and past the end.
+  const std::string text = "module {\n\n  %0 = stablehlo.add %a, %b\n\nreturn";
+  const LineIndex lines(text);
+  for (std::size_t offset = 0; offset <= text.size(); ++offset) {
+    const SourceLocation where = locate("f.mlir", text, offset);
+    const auto [line, column] = lines.line_column(offset);
+    EXPECT_EQ(line, where.line) << "offset " << offset;
+    EXPECT_EQ(column, where.column) << "offset " << offset;
+  }
+  EXPECT_EQ(lines.line_column(11), (std::pair<std::uint32_t, std::uint32_t>{3, 2}));
 }
 
 }  // namespace
