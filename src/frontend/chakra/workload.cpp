@@ -1,0 +1,717 @@
+#include "frontend/chakra/workload.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "frontend/chakra/trace.h"
+#include "util/hash.h"
+#include "workload/program_builder.h"
+
+namespace orrery::frontend::chakra {
+namespace {
+
+Error invalid(std::string message) { return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}}; }
+Error unsupported(std::string message) { return Error{ErrorCode::kUnsupported, std::move(message), std::nullopt, {}}; }
+
+std::string trace_path(const std::string& prefix, std::uint32_t rank) { return fmt::format("{}.{}.et", prefix, rank); }
+
+// "0-3,8" for messages.
+std::string rank_list(std::vector<std::uint32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) {
+      ++j;
+    }
+    text += (text.empty() ? "" : ",") +
+            (j == i ? std::to_string(ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]));
+    i = j + 1;
+  }
+  return text;
+}
+
+// A device-side collective (host-side c10d records carry no comm_type and take no device time).
+bool is_device_comm(const Node& n) {
+  return !n.is_cpu_op && (n.type == NodeType::kCollective || n.type == NodeType::kSend || n.type == NodeType::kRecv);
+}
+
+// What makes two ranks' graphs the same program: everything but ids, names, durations and peers
+// (dependencies count by node position: converters number nodes differently on each rank).
+std::uint64_t node_signature(const Node& n, std::uint64_t h) {
+  h = hash_combine(h, static_cast<std::uint64_t>(n.type) | (n.is_cpu_op ? 0x100U : 0U));
+  for (const std::uint32_t d : n.dep_index) {
+    h = hash_combine(h, d);
+  }
+  h = hash_combine(h, n.dep_index.size());
+  h = hash_combine(h, n.comm_type ? static_cast<std::uint64_t>(*n.comm_type) + 1 : 0);
+  h = hash_combine(h, n.comm_size.value_or(~0ULL));
+  h = hash_combine(h, static_cast<std::uint64_t>(n.comm_tag.value_or(-1)));
+  h = hash_combine(h, n.pg_name ? hash_bytes(*n.pg_name) : 0);
+  for (const bool b : n.involved_dim) {
+    h = hash_combine(h, b ? 2 : 1);
+  }
+  h = hash_combine(h, n.num_ops.value_or(~0ULL));
+  h = hash_combine(h, n.tensor_size.value_or(~0ULL));
+  h = hash_combine(h, n.duration_micros.has_value() ? 1 : 0);
+  return h;
+}
+
+bool same_graph_node(const Node& a, const Node& b) {
+  return a.type == b.type && a.is_cpu_op == b.is_cpu_op && a.dep_index == b.dep_index &&
+         a.comm_type == b.comm_type && a.comm_size == b.comm_size && a.comm_tag == b.comm_tag &&
+         a.pg_name == b.pg_name && a.involved_dim == b.involved_dim && a.num_ops == b.num_ops &&
+         a.tensor_size == b.tensor_size && a.duration_micros.has_value() == b.duration_micros.has_value();
+}
+
+// Checks one rank's trace: unique ids, known dependencies, the attributes each node kind needs.
+Result<bool> check_trace(Trace& trace, std::uint32_t rank, std::uint32_t ranks) {
+  std::unordered_map<std::uint64_t, std::uint32_t> index_of;
+  index_of.reserve(trace.nodes.size());
+  for (const Node& n : trace.nodes) {
+    if (!index_of.emplace(n.id, n.index).second) {
+      return invalid(fmt::format("{}: node id {} is used twice (first by node {})", describe_node(trace, n), n.id,
+                                 index_of.at(n.id)));
+    }
+  }
+  for (Node& n : trace.nodes) {
+    for (const std::uint64_t d : n.data_deps) {
+      if (!index_of.contains(d)) {
+        return invalid(fmt::format("{}: data dependency on node id {}, which is not in the trace", describe_node(trace, n), d));
+      }
+      if (d == n.id) {
+        return invalid(fmt::format("{}: depends on itself", describe_node(trace, n)));
+      }
+      n.dep_index.push_back(index_of.at(d));
+    }
+    std::sort(n.dep_index.begin(), n.dep_index.end());
+    n.dep_index.erase(std::unique(n.dep_index.begin(), n.dep_index.end()), n.dep_index.end());
+    if (!is_device_comm(n)) {
+      if ((n.type == NodeType::kMemLoad || n.type == NodeType::kMemStore) && !n.is_cpu_op && !n.tensor_size) {
+        return invalid(fmt::format("{}: a {} needs tensor_size", describe_node(trace, n), node_type_name(n.type)));
+      }
+      continue;
+    }
+    if (!n.comm_size) {
+      return invalid(fmt::format("{}: a {} needs comm_size", describe_node(trace, n), node_type_name(n.type)));
+    }
+    if (n.type == NodeType::kCollective) {
+      if (!n.comm_type) {
+        return invalid(fmt::format("{}: a COMM_COLL_NODE needs comm_type", describe_node(trace, n)));
+      }
+      switch (*n.comm_type) {
+        case CommType::kAllReduce:
+        case CommType::kAllGather:
+        case CommType::kReduceScatter:
+        case CommType::kAllToAll:
+        case CommType::kBroadcast: break;
+        default:
+          return unsupported(fmt::format("{}: collective {} is not supported (all-reduce, all-gather, reduce-scatter, "
+                                         "all-to-all and broadcast are)",
+                                         describe_node(trace, n), comm_type_name(*n.comm_type)));
+      }
+      continue;
+    }
+    const bool send = n.type == NodeType::kSend;
+    const std::optional<std::uint32_t> peer = send ? n.comm_dst : n.comm_src;
+    if (!peer) {
+      return invalid(fmt::format("{}: a {} needs {}", describe_node(trace, n), node_type_name(n.type),
+                                 send ? "comm_dst" : "comm_src"));
+    }
+    if (*peer >= ranks) {
+      return invalid(fmt::format("{}: {} {} is not a rank of this {}-rank job", describe_node(trace, n),
+                                 send ? "comm_dst" : "comm_src", *peer, ranks));
+    }
+    if (*peer == rank) {
+      return invalid(fmt::format("{}: rank {} {} itself", describe_node(trace, n), rank, send ? "sends to" : "receives from"));
+    }
+  }
+  return true;
+}
+
+// Node indices in dependency order; among ready nodes the earliest in the file first.
+Result<std::vector<std::uint32_t>> dependency_order(const Trace& trace) {
+  const std::size_t count = trace.nodes.size();
+  std::vector<std::uint32_t> waiting(count, 0);
+  std::vector<std::vector<std::uint32_t>> consumers(count);
+  for (const Node& n : trace.nodes) {
+    waiting[n.index] = static_cast<std::uint32_t>(n.dep_index.size());
+    for (const std::uint32_t d : n.dep_index) {
+      consumers[d].push_back(n.index);
+    }
+  }
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (waiting[i] == 0) {
+      ready.push(i);
+    }
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(count);
+  while (!ready.empty()) {
+    const std::uint32_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (const std::uint32_t c : consumers[i]) {
+      if (--waiting[c] == 0) {
+        ready.push(c);
+      }
+    }
+  }
+  if (order.size() != count) {
+    std::string cycle;
+    std::size_t listed = 0;
+    for (std::uint32_t i = 0; i < count && listed < 4; ++i) {
+      if (waiting[i] > 0) {
+        cycle += fmt::format("{}node {} (id {}, '{}')", listed == 0 ? "" : ", ", i, trace.nodes[i].id, trace.nodes[i].name);
+        ++listed;
+      }
+    }
+    return invalid(fmt::format("{}: the data dependencies form a cycle; {} of {} nodes can never run, among them {}",
+                               trace.path, count - order.size(), count, cycle));
+  }
+  return order;
+}
+
+// Ranks that share one graph: the first rank's trace, and per node the largest duration and
+// each rank's peer (send and recv nodes).
+struct Group {
+  Trace trace;
+  std::vector<std::uint32_t> ranks;
+  std::vector<std::uint64_t> max_duration;  // per node, micros
+  std::vector<std::uint64_t> min_duration;
+  std::vector<std::vector<std::uint32_t>> peers;  // per node: per rank of the group (send/recv only)
+};
+
+class Builder {
+ public:
+  Builder(const WorkloadOptions& options, std::uint32_t ranks) : options_(options), ranks_(ranks) {}
+
+  Result<bool> load_comm_groups() {
+    if (options_.comm_groups.empty()) {
+      return true;
+    }
+    std::ifstream in(options_.comm_groups);
+    if (!in) {
+      return Error{ErrorCode::kIo, fmt::format("{}: cannot read the communicator-group file", options_.comm_groups),
+                   std::nullopt, {}};
+    }
+    nlohmann::json json;
+    try {
+      in >> json;
+    } catch (const nlohmann::json::exception& e) {
+      return invalid(fmt::format("{}: not JSON: {}", options_.comm_groups, e.what()));
+    }
+    if (!json.is_object()) {
+      return invalid(fmt::format("{}: a communicator-group file is an object of group id -> list of ranks",
+                                 options_.comm_groups));
+    }
+    for (const auto& [id, members] : json.items()) {
+      if (!members.is_array() || members.empty()) {
+        return invalid(fmt::format("{}: group '{}' must be a non-empty list of ranks", options_.comm_groups, id));
+      }
+      std::vector<std::uint32_t> list;
+      std::set<std::uint32_t> seen;
+      for (const auto& m : members) {
+        if (!m.is_number_unsigned() || m.get<std::uint64_t>() >= ranks_) {
+          return invalid(fmt::format("{}: group '{}' names {}, which is not a rank of this {}-rank job",
+                                     options_.comm_groups, id, m.dump(), ranks_));
+        }
+        const auto r = m.get<std::uint32_t>();
+        if (!seen.insert(r).second) {
+          return invalid(fmt::format("{}: group '{}' lists rank {} twice", options_.comm_groups, id, r));
+        }
+        list.push_back(r);
+      }
+      std::sort(list.begin(), list.end());
+      comm_groups_.emplace(id, std::move(list));
+    }
+    return true;
+  }
+
+  // Reads every rank, grouping ranks with the same graph.
+  Result<bool> read_ranks(std::vector<std::string>& warnings) {
+    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_signature;
+    for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
+      auto read = read_trace(trace_path(options_.prefix, rank));
+      if (!read) {
+        return read.error();
+      }
+      Trace& trace = read.value();
+      if (auto checked = check_trace(trace, rank, ranks_); !checked) {
+        return checked.error();
+      }
+      std::uint64_t signature = hash_combine(0, trace.nodes.size());
+      for (const Node& n : trace.nodes) {
+        signature = node_signature(n, signature);
+      }
+      std::uint32_t group = kNone;
+      for (const std::uint32_t candidate : by_signature[signature]) {
+        const Trace& other = groups_[candidate].trace;
+        if (other.nodes.size() == trace.nodes.size() &&
+            std::equal(other.nodes.begin(), other.nodes.end(), trace.nodes.begin(), same_graph_node)) {
+          group = candidate;
+          break;
+        }
+      }
+      if (group == kNone) {
+        group = static_cast<std::uint32_t>(groups_.size());
+        by_signature[signature].push_back(group);
+        Group g;
+        g.max_duration.assign(trace.nodes.size(), 0);
+        g.min_duration.assign(trace.nodes.size(), ~0ULL);
+        g.peers.resize(trace.nodes.size());
+        g.trace = std::move(trace);
+        groups_.push_back(std::move(g));
+      }
+      Group& g = groups_[group];
+      const Trace& mine = group == groups_.size() - 1 && g.ranks.empty() ? g.trace : trace;
+      for (const Node& n : mine.nodes) {
+        const std::uint64_t micros = n.duration_micros.value_or(0);
+        g.max_duration[n.index] = std::max(g.max_duration[n.index], micros);
+        g.min_duration[n.index] = std::min(g.min_duration[n.index], micros);
+        if (is_device_comm(n) && n.type != NodeType::kCollective) {
+          g.peers[n.index].push_back(n.type == NodeType::kSend ? *n.comm_dst : *n.comm_src);
+        }
+      }
+      g.ranks.push_back(rank);
+      group_of_.push_back(group);
+    }
+    for (const Group& g : groups_) {
+      std::uint64_t differ = 0;
+      double worst = 0.0;
+      for (std::size_t i = 0; i < g.max_duration.size(); ++i) {
+        if (g.max_duration[i] != g.min_duration[i]) {
+          ++differ;
+          worst = std::max(worst, static_cast<double>(g.max_duration[i] - g.min_duration[i]) /
+                                      static_cast<double>(g.max_duration[i]));
+        }
+      }
+      if (differ > 0) {
+        warnings.push_back(fmt::format("{}: ranks {} share one graph but {} node durations differ among them (by up "
+                                       "to {:.0f}%); each node takes its slowest rank's duration",
+                                       options_.prefix, rank_list(g.ranks), differ, 100.0 * worst));
+      }
+    }
+    for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
+      const Group& g = groups_[group_of_[rank]];
+      local_of_.push_back(static_cast<std::uint32_t>(
+          std::lower_bound(g.ranks.begin(), g.ranks.end(), rank) - g.ranks.begin()));
+    }
+    return true;
+  }
+
+  Result<Workload> build(std::vector<std::string> warnings) {
+    Workload workload;
+    workload.ranks = ranks_;
+    for (std::uint32_t p = 0; p < groups_.size(); ++p) {
+      auto program = build_program(p);
+      if (!program) {
+        return program.error();
+      }
+      workload.programs.push_back(std::move(program.value()));
+    }
+    std::uint64_t host = 0;
+    std::uint64_t untimed = 0;
+    for (const Group& g : groups_) {
+      for (const Node& n : g.trace.nodes) {
+        host += n.is_cpu_op ? 1 : 0;
+        untimed += (!n.is_cpu_op && n.type == NodeType::kComp && !n.duration_micros && !(n.num_ops && n.tensor_size)) ? 1 : 0;
+      }
+    }
+    if (host > 0) {
+      warnings.push_back(fmt::format("{}: {} host (is_cpu_op) nodes take no device time; their dependencies pass through",
+                                     options_.prefix, host));
+    }
+    if (untimed > 0) {
+      warnings.push_back(fmt::format("{}: {} COMP_NODEs have neither duration_micros nor num_ops and tensor_size; they "
+                                     "take no time",
+                                     options_.prefix, untimed));
+    }
+    workload.warnings = std::move(warnings);
+    return workload;
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = 0xffffffffU;
+
+  // The global ranks of the group a collective node of `rank` runs on.
+  Result<std::vector<std::uint32_t>> group_for(const Trace& trace, const Node& n, std::uint32_t rank) const {
+    std::vector<std::uint32_t> members;
+    const std::string pg = n.pg_name.value_or("");
+    if (!pg.empty() && comm_groups_.contains(pg)) {
+      members = comm_groups_.at(pg);
+      if (!std::binary_search(members.begin(), members.end(), rank)) {
+        return invalid(fmt::format("{}: rank {} runs a collective of process group '{}', which does not include it",
+                                   describe_node(trace, n), rank, pg));
+      }
+    } else if (!pg.empty() && pg != "0") {
+      return invalid(fmt::format("{}: process group '{}' is not in the communicator-group file{}", describe_node(trace, n),
+                                 pg, options_.comm_groups.empty() ? " (none given)" : " " + options_.comm_groups));
+    } else if (pg.empty() && !comm_groups_.empty()) {
+      // ASTRA-sim's rule without pg_name: the group of the file that holds the rank.
+      for (const auto& [id, list] : comm_groups_) {
+        if (std::binary_search(list.begin(), list.end(), rank)) {
+          members = list;
+        }
+      }
+    }
+    if (members.empty()) {
+      for (std::uint32_t r = 0; r < ranks_; ++r) {
+        members.push_back(r);
+      }
+    }
+    const bool narrows = std::find(n.involved_dim.begin(), n.involved_dim.end(), false) != n.involved_dim.end();
+    if (!narrows) {
+      return members;
+    }
+    const auto& dims = options_.dimensions;
+    if (dims.size() != n.involved_dim.size()) {
+      return invalid(fmt::format("{}: involved_dim has {} entries but the network has {} dimension{}{}",
+                                 describe_node(trace, n), n.involved_dim.size(), dims.size(), dims.size() == 1 ? "" : "s",
+                                 dims.empty() ? " known (involved_dim needs an ASTRA-sim network)" : ""));
+    }
+    auto coordinate = [&](std::uint32_t r, std::size_t dim) {
+      std::uint32_t stride = 1;
+      for (std::size_t d = 0; d < dim; ++d) {
+        stride *= dims[d];
+      }
+      return r / stride % dims[dim];
+    };
+    std::vector<std::uint32_t> narrowed;
+    for (const std::uint32_t m : members) {
+      bool keep = true;
+      for (std::size_t d = 0; d < dims.size() && keep; ++d) {
+        keep = n.involved_dim[d] || coordinate(m, d) == coordinate(rank, d);
+      }
+      if (keep) {
+        narrowed.push_back(m);
+      }
+    }
+    return narrowed;
+  }
+
+  Result<Program> build_program(std::uint32_t p) {
+    const Group& g = groups_[p];
+    const Trace& trace = g.trace;
+    auto ordered = dependency_order(trace);
+    if (!ordered) {
+      return ordered.error();
+    }
+    const std::vector<std::uint32_t>& order = ordered.value();
+    const auto devices = static_cast<std::uint32_t>(g.ranks.size());
+
+    // The source text: one line per node, in file order.
+    auto source = std::make_shared<workload::SourceText>();
+    source->path = trace.path;
+    std::vector<std::uint32_t> line_offset(trace.nodes.size());
+    for (const Node& n : trace.nodes) {
+      line_offset[n.index] = static_cast<std::uint32_t>(source->text.size());
+      source->text += fmt::format("{} id={} {}{}\n", node_type_name(n.type), n.id, n.name, n.is_cpu_op ? " (host)" : "");
+    }
+    if (source->text.size() >= 0xffffffffULL) {
+      return unsupported(fmt::format("{}: too many nodes for one program", trace.path));
+    }
+    const auto text_size = static_cast<std::uint32_t>(source->text.size());
+    workload::ProgramBuilder b(source, 0, text_size, 0);
+    b.set_module_name(b.own(std::filesystem::path(options_.prefix).filename().string()));
+    b.set_device_counts(devices, 1);
+    b.set_form(workload::ProgramForm::kPartitioned);
+
+    auto tensor_type = [&](std::uint64_t bytes) {
+      const std::string text = fmt::format("tensor<{}xui8>", bytes);
+      if (const auto found = b.types().find_text(text)) {
+        return *found;
+      }
+      workload::TypeDescription d;
+      d.kind = workload::TypeKind::kTensor;
+      d.element = workload::ElementType::kUI8;
+      d.dimensions = {static_cast<std::int64_t>(bytes)};
+      return b.types().intern(d, b.program().string(b.own(text)));
+    };
+    workload::TypeDescription token_description;
+    token_description.kind = workload::TypeKind::kToken;
+    const workload::TypeId token = b.types().intern(token_description, "!stablehlo.token");
+
+    // The entry function's arguments: each collective's and send's input buffer.
+    std::vector<workload::TypeId> arguments;
+    std::vector<std::uint32_t> argument_of(trace.nodes.size(), kNone);
+    for (const std::uint32_t i : order) {
+      const Node& n = trace.nodes[i];
+      if (is_device_comm(n) && n.type != NodeType::kRecv) {
+        argument_of[i] = static_cast<std::uint32_t>(arguments.size());
+        arguments.push_back(tensor_type(*n.comm_size));
+      }
+    }
+    const workload::FunctionId main =
+        b.add_function(b.intern("main"), true, 0, arguments, {}, {}, {});
+    const workload::RegionId body = b.add_region(workload::kNoId, main);
+    const workload::BlockId block = b.add_block(body, 0, arguments);
+    b.set_region_blocks(body, std::span<const workload::BlockId>(&block, 1));
+    b.set_function_body(main, body);
+    b.set_entry_function(main);
+
+    std::vector<workload::OpId> op_of(trace.nodes.size(), workload::kNoId);
+    std::vector<workload::OpId> ops;
+    std::vector<NodeCost> costs;
+    std::map<std::string, std::vector<std::vector<std::uint32_t>>> groups_by_key;  // pg/involved_dim -> groups
+    std::int64_t next_collective_channel = 1LL << 40;  // apart from point-to-point channels
+
+    for (const std::uint32_t i : order) {
+      const Node& n = trace.nodes[i];
+      std::vector<workload::ValueRef> operands;
+      if (argument_of[i] != kNone) {
+        operands.push_back(workload::ValueRef::block_argument(block, argument_of[i]));
+      }
+      for (const std::uint32_t d : n.dep_index) {
+        operands.push_back(workload::ValueRef::op_result(op_of[d], 0));
+      }
+      const workload::StringId name = b.own(n.name.empty() ? std::string(node_type_name(n.type)) : n.name);
+      NodeCost cost;
+      // Result 0 is a token that carries the node's completion to the nodes that depend on it (it
+      // adds no bytes to their operands); a communication node's data is result 1.
+      std::vector<workload::TypeId> results{token};
+      workload::OpKind kind = workload::OpKind::kCustomCall;
+      workload::CollectiveAttributes c;
+      c.has_channel = true;
+      c.channel_type = 1;
+      if (!is_device_comm(n)) {
+        if (!n.is_cpu_op && n.type == NodeType::kComp) {
+          if (g.max_duration[i] > 0) {
+            cost.kind = CostKind::kDuration;
+            cost.duration_ps = g.max_duration[i] * 1'000'000ULL;
+          } else if (n.num_ops && n.tensor_size) {
+            cost.kind = CostKind::kRoofline;
+            cost.num_ops = *n.num_ops;
+            cost.tensor_size = *n.tensor_size;
+          }
+        } else if (!n.is_cpu_op && (n.type == NodeType::kMemLoad || n.type == NodeType::kMemStore)) {
+          cost.kind = CostKind::kMemory;
+          cost.tensor_size = *n.tensor_size;
+        }
+      } else if (n.type == NodeType::kCollective) {
+        const std::string key = fmt::format("{}|{}", n.pg_name.value_or(""), fmt::join(n.involved_dim, ","));
+        auto found = groups_by_key.find(key);
+        if (found == groups_by_key.end()) {
+          auto groups = device_groups(p, n);
+          if (!groups) {
+            return groups.error();
+          }
+          found = groups_by_key.emplace(key, std::move(groups.value())).first;
+        }
+        const auto& groups = found->second;
+        std::size_t width = 0;
+        for (const auto& group : groups) {
+          width = std::max(width, group.size());
+        }
+        std::vector<std::int64_t> dense;
+        for (const auto& group : groups) {
+          for (std::size_t k = 0; k < width; ++k) {
+            dense.push_back(k < group.size() ? static_cast<std::int64_t>(group[k]) : -1);
+          }
+        }
+        c.groups_form = workload::ReplicaGroupsForm::kDense;
+        c.group_count = static_cast<std::uint32_t>(groups.size());
+        c.group_size = static_cast<std::uint32_t>(width);
+        c.groups = b.add_ints(dense);
+        c.channel_id = next_collective_channel++;
+        c.use_global_device_ids = true;
+        const std::uint64_t size = *n.comm_size;
+        const auto members = static_cast<std::uint64_t>(width);
+        switch (*n.comm_type) {
+          case CommType::kAllReduce:
+            kind = workload::OpKind::kAllReduce;
+            c.kind = workload::CollectiveKind::kAllReduce;
+            c.reduction = workload::ReductionKind::kSum;
+            results.push_back(tensor_type(size));
+            break;
+          case CommType::kAllGather:
+            kind = workload::OpKind::kAllGather;
+            c.kind = workload::CollectiveKind::kAllGather;
+            c.all_gather_dim = 0;
+            results.push_back(tensor_type(size * members));
+            break;
+          case CommType::kReduceScatter:
+            kind = workload::OpKind::kReduceScatter;
+            c.kind = workload::CollectiveKind::kReduceScatter;
+            c.reduction = workload::ReductionKind::kSum;
+            c.scatter_dimension = 0;
+            results.push_back(tensor_type((size + members - 1) / members));
+            break;
+          case CommType::kAllToAll:
+            kind = workload::OpKind::kAllToAll;
+            c.kind = workload::CollectiveKind::kAllToAll;
+            c.split_dimension = 0;
+            c.concat_dimension = 0;
+            c.split_count = static_cast<std::int64_t>(members);
+            results.push_back(tensor_type(size));
+            break;
+          default:
+            kind = workload::OpKind::kCollectiveBroadcast;
+            c.kind = workload::CollectiveKind::kCollectiveBroadcast;
+            results.push_back(tensor_type(size));
+            break;
+        }
+      } else {
+        auto channel = point_to_point(p, n);
+        if (!channel) {
+          return channel.error();
+        }
+        const auto& [id, pairs] = channel.value();
+        c.channel_id = id;
+        c.has_source_target_pairs = true;
+        c.source_target_pairs = b.add_ints(pairs);
+        if (n.type == NodeType::kSend) {
+          kind = workload::OpKind::kSend;
+          c.kind = workload::CollectiveKind::kSend;
+        } else {
+          kind = workload::OpKind::kRecv;
+          c.kind = workload::CollectiveKind::kRecv;
+          results.push_back(tensor_type(*n.comm_size));
+        }
+      }
+      const workload::OpId op = b.add_op(kind, name, block, line_offset[i]);
+      b.set_op_contents(op, operands, results, {}, {});
+      if (kind == workload::OpKind::kCustomCall) {
+        workload::CustomCallAttributes call;
+        call.target = b.intern(node_type_name(n.type));
+        b.set_payload(op, call);
+      } else {
+        b.set_payload(op, c);
+      }
+      op_of[i] = op;
+      ops.push_back(op);
+      costs.push_back(cost);
+    }
+    const workload::OpId ret = b.add_op(workload::OpKind::kReturn, b.intern("func.return"), block, 0);
+    b.set_op_contents(ret, {}, {}, {}, {});
+    ops.push_back(ret);
+    costs.emplace_back();
+    b.set_block_ops(block, ops);
+
+    Program program;
+    program.program = b.finish();
+    program.ranks = g.ranks;
+    program.label = g.ranks.size() == 1 ? trace.path : fmt::format("{}.{{{}}}.et", options_.prefix, rank_list(g.ranks));
+    program.costs = std::move(costs);
+    return program;
+  }
+
+  // The device groups (local ids) of a collective node of program p: each rank's group, which
+  // must lie within the program and be the same group from each member's side.
+  Result<std::vector<std::vector<std::uint32_t>>> device_groups(std::uint32_t p, const Node& n) const {
+    const Group& g = groups_[p];
+    std::vector<std::vector<std::uint32_t>> groups;
+    std::vector<std::uint32_t> group_of_device(g.ranks.size(), kNone);
+    for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
+      auto members = group_for(g.trace, n, g.ranks[d]);
+      if (!members) {
+        return members.error();
+      }
+      std::vector<std::uint32_t> local;
+      for (const std::uint32_t m : members.value()) {
+        if (group_of_[m] != p) {
+          return unsupported(fmt::format(
+              "{}: the collective's group (ranks {}) mixes ranks whose traces differ (rank {} runs {}, rank {} runs {}); "
+              "Orrery matches a collective within ranks that share one graph",
+              describe_node(g.trace, n), rank_list(members.value()), g.ranks[d], trace_path(options_.prefix, g.ranks[d]),
+              m, trace_path(options_.prefix, m)));
+        }
+        local.push_back(local_of_[m]);
+      }
+      if (group_of_device[d] != kNone) {
+        if (groups[group_of_device[d]] != local) {
+          return invalid(fmt::format("{}: ranks {} and {} disagree on the collective's group", describe_node(g.trace, n),
+                                     g.ranks[groups[group_of_device[d]].front()], g.ranks[d]));
+        }
+        continue;
+      }
+      for (const std::uint32_t l : local) {
+        if (group_of_device[l] != kNone) {
+          return invalid(fmt::format("{}: rank {} would be in two groups of the collective", describe_node(g.trace, n),
+                                     g.ranks[l]));
+        }
+        group_of_device[l] = static_cast<std::uint32_t>(groups.size());
+      }
+      groups.push_back(std::move(local));
+    }
+    return groups;
+  }
+
+  // The channel and (source, target) device pairs of a send or recv node of program p. A channel
+  // carries one tag from one program to one program, so sends and recvs match in order per
+  // (source, destination, tag), as ASTRA-sim and MPI match them.
+  Result<std::pair<std::int64_t, std::vector<std::int64_t>>> point_to_point(std::uint32_t p, const Node& n) {
+    const Group& g = groups_[p];
+    const std::vector<std::uint32_t>& peers = g.peers[n.index];
+    const bool send = n.type == NodeType::kSend;
+    const std::uint32_t other = group_of_[peers.front()];
+    std::vector<std::int64_t> pairs;
+    for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
+      if (group_of_[peers[d]] != other) {
+        return unsupported(fmt::format("{}: ranks {} and {} share this graph but {} ranks of different graphs ({} and {}); "
+                                       "a point-to-point node must talk to ranks of one graph",
+                                       describe_node(g.trace, n), g.ranks[0], g.ranks[d], send ? "send to" : "receive from",
+                                       peers[0], peers[d]));
+      }
+      const std::uint32_t peer = local_of_[peers[d]];
+      if (peer >= g.ranks.size() || d >= groups_[other].ranks.size()) {
+        return unsupported(fmt::format("{}: point-to-point between rank groups of different sizes ({} and {} ranks) is not "
+                                       "supported",
+                                       describe_node(g.trace, n), g.ranks.size(), groups_[other].ranks.size()));
+      }
+      pairs.push_back(send ? d : peer);
+      pairs.push_back(send ? peer : d);
+    }
+    const std::uint32_t from = send ? p : other;
+    const std::uint32_t to = send ? other : p;
+    const auto key = std::make_tuple(n.comm_tag.value_or(0), from, to);
+    const auto [it, inserted] = channels_.try_emplace(key, static_cast<std::int64_t>(channels_.size()) + 1);
+    return std::make_pair(it->second, std::move(pairs));
+  }
+
+  const WorkloadOptions& options_;
+  std::uint32_t ranks_;
+  std::map<std::string, std::vector<std::uint32_t>> comm_groups_;
+  std::vector<Group> groups_;
+  std::vector<std::uint32_t> group_of_;  // per rank
+  std::vector<std::uint32_t> local_of_;  // per rank: its device id in its group's program
+  std::map<std::tuple<std::int64_t, std::uint32_t, std::uint32_t>, std::int64_t> channels_;
+};
+
+}  // namespace
+
+Result<Workload> load_workload(const WorkloadOptions& options) {
+  std::uint32_t ranks = options.ranks;
+  if (ranks == 0) {
+    while (std::filesystem::exists(trace_path(options.prefix, ranks))) {
+      ++ranks;
+    }
+    if (ranks == 0) {
+      return Error{ErrorCode::kIo,
+                   fmt::format("{}: no Chakra trace (the first rank's file would be {})", options.prefix,
+                               trace_path(options.prefix, 0)),
+                   std::nullopt,
+                   {}};
+    }
+  }
+  Builder builder(options, ranks);
+  if (auto loaded = builder.load_comm_groups(); !loaded) {
+    return loaded.error();
+  }
+  std::vector<std::string> warnings;
+  if (auto read = builder.read_ranks(warnings); !read) {
+    return read.error();
+  }
+  return builder.build(std::move(warnings));
+}
+
+}  // namespace orrery::frontend::chakra

@@ -1,0 +1,450 @@
+// Chakra execution traces (frontend/chakra): the reader on ASTRA-sim's own files and on traces
+// written here with protobuf (every integer width, gzip, each malformed case), and the programs
+// load_workload builds (ranks that share a graph, durations, groups, point-to-point channels).
+#include <gtest/gtest.h>
+
+#include <google/protobuf/io/gzip_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "et_def.pb.h"
+#include "frontend/chakra/trace.h"
+#include "frontend/chakra/workload.h"
+#include "workload/collectives.h"
+
+namespace orrery::frontend::chakra {
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = ::ChakraProtoMsg;
+
+const fs::path kData = fs::path(ORRERY_SOURCE_DIR) / "tests/data/chakra/astra-sim";
+
+// Writes length-prefixed messages (Chakra's framing), optionally gzip-compressed.
+class TraceWriter {
+ public:
+  TraceWriter() {
+    pb::GlobalMetadata metadata;
+    metadata.set_version("0.0.4");
+    append(metadata);
+  }
+  pb::Node& add(std::uint64_t id, pb::NodeType type, std::vector<std::uint64_t> deps = {}) {
+    nodes_.emplace_back();
+    pb::Node& n = nodes_.back();
+    n.set_id(id);
+    n.set_name("node" + std::to_string(id));
+    n.set_type(type);
+    for (const auto d : deps) {
+      n.add_data_deps(d);
+    }
+    return n;
+  }
+  std::string bytes() {
+    std::string out = head_;
+    for (const pb::Node& n : nodes_) {
+      append_to(out, n);
+    }
+    return out;
+  }
+  void write(const fs::path& path, bool gzip = false) {
+    std::string data = bytes();
+    if (gzip) {
+      std::string compressed;
+      {
+        google::protobuf::io::StringOutputStream raw(&compressed);
+        google::protobuf::io::GzipOutputStream::Options options;
+        options.format = google::protobuf::io::GzipOutputStream::GZIP;
+        google::protobuf::io::GzipOutputStream stream(&raw, options);
+        void* buffer = nullptr;
+        int size = 0;
+        std::size_t done = 0;
+        while (done < data.size() && stream.Next(&buffer, &size)) {
+          const std::size_t n = std::min<std::size_t>(static_cast<std::size_t>(size), data.size() - done);
+          std::memcpy(buffer, data.data() + done, n);
+          done += n;
+          if (n < static_cast<std::size_t>(size)) {
+            stream.BackUp(static_cast<int>(static_cast<std::size_t>(size) - n));
+          }
+        }
+        stream.Close();
+      }
+      data = compressed;
+    }
+    std::ofstream(path, std::ios::binary) << data;
+  }
+
+ private:
+  template <class M>
+  static void append_to(std::string& out, const M& message) {
+    std::string body = message.SerializeAsString();
+    std::uint64_t length = body.size();
+    do {
+      auto byte = static_cast<char>(length & 0x7f);
+      length >>= 7;
+      if (length != 0) {
+        byte = static_cast<char>(byte | 0x80);
+      }
+      out += byte;
+    } while (length != 0);
+    out += body;
+  }
+  template <class M>
+  void append(const M& message) {
+    append_to(head_, message);
+  }
+  std::string head_;
+  std::vector<pb::Node> nodes_;
+};
+
+void attr_int64(pb::Node& n, const std::string& name, std::int64_t value) {
+  auto* a = n.add_attr();
+  a->set_name(name);
+  a->set_int64_val(value);
+}
+void attr_int32(pb::Node& n, const std::string& name, std::int32_t value) {
+  auto* a = n.add_attr();
+  a->set_name(name);
+  a->set_int32_val(value);
+}
+void attr_uint64(pb::Node& n, const std::string& name, std::uint64_t value) {
+  auto* a = n.add_attr();
+  a->set_name(name);
+  a->set_uint64_val(value);
+}
+
+class ChakraTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("orrery_chakra_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  [[nodiscard]] std::string prefix() const { return (dir_ / "t").string(); }
+  [[nodiscard]] std::string file(int rank) const { return prefix() + "." + std::to_string(rank) + ".et"; }
+  fs::path dir_;
+};
+
+TEST(ChakraReader, ReadsAstraSimMicrobenchmark) {
+  auto trace = read_trace((kData / "microbenchmarks/all_reduce/4npus_1MB/all_reduce.2.et").string());
+  ASSERT_TRUE(trace) << trace.error().render();
+  EXPECT_EQ(trace->version, "0.0.4");
+  ASSERT_EQ(trace->nodes.size(), 1U);
+  const Node& n = trace->nodes[0];
+  EXPECT_EQ(n.type, NodeType::kCollective);
+  EXPECT_EQ(n.comm_type, CommType::kAllReduce);
+  EXPECT_EQ(n.comm_size, 1048576U);
+  EXPECT_EQ(n.id, 2U);  // each rank numbers its nodes differently
+  EXPECT_FALSE(n.is_cpu_op);
+}
+
+TEST(ChakraReader, ReadsAstraSimSendRecvRing) {
+  auto trace = read_trace((kData / "custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce.3.et").string());
+  ASSERT_TRUE(trace) << trace.error().render();
+  EXPECT_EQ(trace->version, "1.0.2-chakra.0.0.4");  // the metadata's schema attribute
+  ASSERT_GT(trace->nodes.size(), 3U);
+  EXPECT_EQ(trace->nodes[0].type, NodeType::kSend);
+  EXPECT_EQ(trace->nodes[0].comm_dst, 4U);
+  EXPECT_EQ(trace->nodes[1].type, NodeType::kRecv);
+  EXPECT_EQ(trace->nodes[1].comm_src, 2U);
+  EXPECT_EQ(trace->nodes[2].type, NodeType::kComp);
+  EXPECT_EQ(trace->nodes[2].duration_micros, 7U);
+  EXPECT_EQ(trace->nodes[2].data_deps, std::vector<std::uint64_t>{1});
+}
+
+TEST(ChakraReader, ReadsThePyTorchTraceInPlace) {
+  const fs::path path = fs::path(ORRERY_SHARED_DATA) / "chakra/pytorch/chakra.0.et";
+  if (!fs::exists(path)) {
+    GTEST_SKIP() << "needs " << path << " (../shared/data beside the clone)";
+  }
+  auto trace = read_trace(path.string());
+  ASSERT_TRUE(trace) << trace.error().render();
+  EXPECT_EQ(trace->nodes.size(), 3664U);
+  std::size_t device_collectives = 0;
+  for (const Node& n : trace->nodes) {
+    device_collectives += n.type == NodeType::kCollective && !n.is_cpu_op ? 1 : 0;
+  }
+  EXPECT_EQ(device_collectives, 7U);
+}
+
+TEST_F(ChakraTest, AcceptsEveryIntegerWidthAndGzip) {
+  TraceWriter w;
+  pb::Node& c = w.add(5, pb::COMM_COLL_NODE);
+  attr_int32(c, "is_cpu_op", 0);  // STAGE's int32
+  attr_int64(c, "comm_type", 2);
+  attr_uint64(c, "comm_size", 4096);
+  auto* pg = c.add_attr();
+  pg->set_name("pg_name");
+  pg->set_string_val("7");
+  w.write(file(0), /*gzip=*/true);
+  auto trace = read_trace(file(0));
+  ASSERT_TRUE(trace) << trace.error().render();
+  ASSERT_EQ(trace->nodes.size(), 1U);
+  EXPECT_EQ(trace->nodes[0].comm_type, CommType::kAllGather);
+  EXPECT_EQ(trace->nodes[0].comm_size, 4096U);
+  EXPECT_EQ(trace->nodes[0].pg_name, "7");
+}
+
+TEST_F(ChakraTest, MalformedFilesNameTheByteAndNode) {
+  TraceWriter w;
+  pb::Node& c = w.add(0, pb::COMM_COLL_NODE);
+  attr_int64(c, "comm_type", 0);
+  attr_int64(c, "comm_size", 1024);
+  w.add(1, pb::COMP_NODE, {0}).set_duration_micros(3);
+  const std::string good = w.bytes();
+  auto write = [&](const std::string& bytes) { std::ofstream(file(0), std::ios::binary) << bytes; };
+
+  write(good.substr(0, good.size() - 3));
+  auto truncated = read_trace(file(0));
+  ASSERT_FALSE(truncated);
+  EXPECT_NE(truncated.error().message.find("node 1 is"), std::string::npos) << truncated.error().message;
+  EXPECT_NE(truncated.error().message.find("truncated"), std::string::npos);
+
+  write(good + "\xff\xff");
+  auto varint = read_trace(file(0));
+  ASSERT_FALSE(varint);
+  EXPECT_NE(varint.error().message.find("truncated length prefix of node 2"), std::string::npos)
+      << varint.error().message;
+
+  write("");
+  auto empty = read_trace(file(0));
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("empty file"), std::string::npos);
+
+  write(std::string("\x03\xff\xff\xff", 4));
+  auto garbage = read_trace(file(0));
+  ASSERT_FALSE(garbage);
+  EXPECT_NE(garbage.error().message.find("GlobalMetadata"), std::string::npos) << garbage.error().message;
+
+  auto missing = read_trace(file(9));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kIo);
+}
+
+TEST_F(ChakraTest, BadAttributesAreNamed) {
+  {
+    TraceWriter w;
+    attr_int64(w.add(0, pb::COMM_COLL_NODE), "comm_size", -1);
+    w.write(file(0));
+    auto trace = read_trace(file(0));
+    ASSERT_FALSE(trace);
+    EXPECT_NE(trace.error().message.find("attribute comm_size = -1 is out of range"), std::string::npos)
+        << trace.error().message;
+    EXPECT_NE(trace.error().message.find("node 0 (id 0, 'node0')"), std::string::npos);
+  }
+  {
+    TraceWriter w;
+    auto* a = w.add(0, pb::COMM_COLL_NODE).add_attr();
+    a->set_name("comm_type");
+    a->set_string_val("ALL_REDUCE");
+    w.write(file(0));
+    auto trace = read_trace(file(0));
+    ASSERT_FALSE(trace);
+    EXPECT_NE(trace.error().message.find("comm_type must be an integer"), std::string::npos) << trace.error().message;
+  }
+}
+
+// Four ranks of one collective: one program with four devices, the group all of them.
+TEST(ChakraWorkload, AstraSimMicrobenchmarkIsOneProgram) {
+  WorkloadOptions options;
+  options.prefix = (kData / "microbenchmarks/reduce_scatter/8npus_1MB/reduce_scatter").string();
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  EXPECT_EQ(loaded->ranks, 8U);
+  ASSERT_EQ(loaded->programs.size(), 1U);
+  const Program& p = loaded->programs[0];
+  EXPECT_EQ(p.ranks, (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(p.program->num_devices(), 8U);
+  std::size_t collectives = 0;
+  for (workload::OpId id = 0; id < p.program->op_count(); ++id) {
+    const workload::Op& op = p.program->op(id);
+    if (op.kind != workload::OpKind::kReduceScatter) {
+      continue;
+    }
+    ++collectives;
+    auto groups = workload::device_groups(*p.program, op);
+    ASSERT_TRUE(groups) << groups.error().render();
+    ASSERT_EQ(groups.value().size(), 1U);
+    EXPECT_EQ(groups.value()[0].size(), 8U);
+    EXPECT_EQ(p.program->types().byte_size(p.program->value_type(p.program->operands(op)[0])), 1048576U);
+  }
+  EXPECT_EQ(collectives, 1U);
+}
+
+TEST(ChakraWorkload, SendRecvRingSharesOneGraph) {
+  WorkloadOptions options;
+  options.prefix = (kData / "custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce").string();
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  ASSERT_EQ(loaded->programs.size(), 1U);
+  const Program& p = loaded->programs[0];
+  std::size_t sends = 0;
+  for (workload::OpId id = 0; id < p.program->op_count(); ++id) {
+    const workload::Op& op = p.program->op(id);
+    if (op.kind != workload::OpKind::kSend) {
+      continue;
+    }
+    ++sends;
+    auto pairs = workload::device_pairs(*p.program, op);
+    ASSERT_TRUE(pairs) << pairs.error().render();
+    ASSERT_EQ(pairs.value().size(), 8U);
+    for (const auto& [source, target] : pairs.value()) {
+      EXPECT_EQ(target, (source + 1) % 8);  // each rank sends to the next
+    }
+  }
+  EXPECT_EQ(sends, 14U);
+  // Compute nodes take their trace durations (7 us each).
+  std::size_t timed = 0;
+  for (const NodeCost& c : p.costs) {
+    if (c.kind == CostKind::kDuration) {
+      EXPECT_EQ(c.duration_ps, 7'000'000U);
+      ++timed;
+    }
+  }
+  EXPECT_EQ(timed, 7U);
+}
+
+TEST_F(ChakraTest, DurationsMayDifferAndTheSlowestCounts) {
+  for (int rank = 0; rank < 2; ++rank) {
+    TraceWriter w;
+    w.add(10 + rank, pb::COMP_NODE).set_duration_micros(rank == 0 ? 5 : 8);
+    pb::Node& c = w.add(20 + rank, pb::COMM_COLL_NODE, {static_cast<std::uint64_t>(10 + rank)});
+    attr_int64(c, "comm_type", 0);
+    attr_int64(c, "comm_size", 64);
+    w.write(file(rank));
+  }
+  WorkloadOptions options;
+  options.prefix = prefix();
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  ASSERT_EQ(loaded->programs.size(), 1U);
+  EXPECT_EQ(loaded->programs[0].costs[0].duration_ps, 8'000'000U);
+  ASSERT_EQ(loaded->warnings.size(), 1U);
+  EXPECT_NE(loaded->warnings[0].find("differ"), std::string::npos) << loaded->warnings[0];
+}
+
+TEST_F(ChakraTest, CommGroupsAndInvolvedDimensionsMakeTheGroups) {
+  for (int rank = 0; rank < 4; ++rank) {
+    TraceWriter w;
+    pb::Node& a = w.add(0, pb::COMM_COLL_NODE);
+    attr_int64(a, "comm_type", 0);
+    attr_int64(a, "comm_size", 64);
+    auto* pg = a.add_attr();
+    pg->set_name("pg_name");
+    pg->set_string_val("pairs");
+    pb::Node& b = w.add(1, pb::COMM_COLL_NODE, {0});
+    attr_int64(b, "comm_type", 2);
+    attr_int64(b, "comm_size", 64);
+    auto* dims = b.add_attr();
+    dims->set_name("involved_dim");
+    dims->mutable_bool_list()->add_values(false);
+    dims->mutable_bool_list()->add_values(true);
+    w.write(file(rank));
+  }
+  // "pairs" is not a group of one file: ranks 0-1 and 2-3 each name their own.
+  std::ofstream(dir_ / "groups.json") << R"({"pairs": [0, 1, 2, 3]})";
+  WorkloadOptions options;
+  options.prefix = prefix();
+  options.comm_groups = (dir_ / "groups.json").string();
+  options.dimensions = {2, 2};
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  const workload::Program& p = *loaded->programs[0].program;
+  std::vector<workload::DeviceGroups> groups;
+  for (workload::OpId id = 0; id < p.op_count(); ++id) {
+    if (workload::op_category(p.op(id).kind) == workload::OpCategory::kCollective) {
+      groups.push_back(workload::device_groups(p, p.op(id)).value());
+    }
+  }
+  ASSERT_EQ(groups.size(), 2U);
+  EXPECT_EQ(groups[0], (workload::DeviceGroups{{0, 1, 2, 3}}));
+  // involved_dim [false, true] on a 2x2 network: ranks that differ only in dimension 1.
+  EXPECT_EQ(groups[1], (workload::DeviceGroups{{0, 2}, {1, 3}}));
+
+  options.dimensions = {};
+  auto without = load_workload(options);
+  ASSERT_FALSE(without);
+  EXPECT_NE(without.error().message.find("involved_dim"), std::string::npos) << without.error().message;
+
+  options.dimensions = {2, 2};
+  options.comm_groups = "";
+  auto unknown = load_workload(options);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("process group 'pairs' is not in the communicator-group file"),
+            std::string::npos)
+      << unknown.error().message;
+}
+
+TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {
+  auto collective = [](TraceWriter& w, std::uint64_t id, std::int64_t size) {
+    pb::Node& c = w.add(id, pb::COMM_COLL_NODE);
+    attr_int64(c, "comm_type", 0);
+    attr_int64(c, "comm_size", size);
+  };
+  {  // rank 1's all-reduce is bigger: different graphs in one collective
+    TraceWriter a;
+    collective(a, 0, 64);
+    a.write(file(0));
+    TraceWriter b;
+    collective(b, 0, 128);
+    b.write(file(1));
+    WorkloadOptions options;
+    options.prefix = prefix();
+    auto loaded = load_workload(options);
+    ASSERT_FALSE(loaded);
+    EXPECT_EQ(loaded.error().code, ErrorCode::kUnsupported);
+    EXPECT_NE(loaded.error().message.find("mixes ranks whose traces differ"), std::string::npos)
+        << loaded.error().message;
+  }
+  {  // a dependency on a node that is not there, and a cycle
+    TraceWriter a;
+    a.add(0, pb::COMP_NODE, {7});
+    a.write(file(0));
+    fs::remove(file(1));
+    WorkloadOptions options;
+    options.prefix = prefix();
+    auto loaded = load_workload(options);
+    ASSERT_FALSE(loaded);
+    EXPECT_NE(loaded.error().message.find("data dependency on node id 7, which is not in the trace"), std::string::npos)
+        << loaded.error().message;
+    TraceWriter c;
+    c.add(0, pb::COMP_NODE, {1}).set_duration_micros(1);
+    c.add(1, pb::COMP_NODE, {0}).set_duration_micros(1);
+    c.write(file(0));
+    auto cycle = load_workload(options);
+    ASSERT_FALSE(cycle);
+    EXPECT_NE(cycle.error().message.find("form a cycle"), std::string::npos) << cycle.error().message;
+  }
+  {  // REDUCE is not a collective Orrery runs; a send to a rank that does not exist
+    TraceWriter a;
+    pb::Node& c = a.add(0, pb::COMM_COLL_NODE);
+    attr_int64(c, "comm_type", 1);
+    attr_int64(c, "comm_size", 8);
+    a.write(file(0));
+    WorkloadOptions options;
+    options.prefix = prefix();
+    auto loaded = load_workload(options);
+    ASSERT_FALSE(loaded);
+    EXPECT_EQ(loaded.error().code, ErrorCode::kUnsupported);
+    EXPECT_NE(loaded.error().message.find("REDUCE is not supported"), std::string::npos) << loaded.error().message;
+    TraceWriter s;
+    pb::Node& send = s.add(0, pb::COMM_SEND_NODE);
+    attr_int64(send, "comm_size", 8);
+    attr_int32(send, "comm_dst", 3);
+    s.write(file(0));
+    auto peer = load_workload(options);
+    ASSERT_FALSE(peer);
+    EXPECT_NE(peer.error().message.find("comm_dst 3 is not a rank of this 1-rank job"), std::string::npos)
+        << peer.error().message;
+  }
+  WorkloadOptions none;
+  none.prefix = (dir_ / "absent").string();
+  auto absent = load_workload(none);
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.error().code, ErrorCode::kIo);
+}
+
+}  // namespace
+}  // namespace orrery::frontend::chakra
