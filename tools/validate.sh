@@ -39,6 +39,13 @@ end_to_end() {
   rm -f "$fit" "$out/end-to-end.collectives.tmp"
 }
 run_step end-to-end end_to_end
+# astra-sim: ASTRA-sim's own Chakra microbenchmarks and configs through its command line, against
+# the times ASTRA-sim reports for them (../shared/reference/validation.md).
+astra_sim() {
+  /usr/bin/python3 "$root/tools/validate_astra_sim.py" --orrery "$build/orrery" --data "$data" \
+    --reference "$data/../reference/validation.md" > "$out/astra-sim.md"
+}
+run_step astra-sim astra_sim
 
 # --- index -----------------------------------------------------------------------------------------
 {

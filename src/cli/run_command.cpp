@@ -1,9 +1,12 @@
 // `orrery run SCENARIO.yaml [--set key=value]... [--trace RUN.h5 [--detail L]] [--summary-json PATH]`:
-// simulate a scenario.
+// simulate a scenario. With ASTRA-sim's options (--workload-configuration ...; cli/astra_sim.h)
+// instead of a scenario file, run Chakra traces on ASTRA-sim's own configuration files.
 #include <cstdio>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 
+#include "cli/astra_sim.h"
 #include "cli/commands.h"
 #include "cli/mpi_command.h"
 #include "cli/scenario_runner.h"
@@ -20,10 +23,20 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
     std::string trace;
     std::string detail;
     bool print_scenario = false;
+    AstraSimFiles astra;
   };
   auto arguments = std::make_shared<Arguments>();
   auto* command = app.add_subcommand("run", "Simulate a scenario: programs on a system and network; print its summary.");
-  command->add_option("scenario", arguments->scenario, "Scenario file (YAML; docs/config.md)")->required();
+  command->add_option("scenario", arguments->scenario, "Scenario file (YAML; docs/config.md)");
+  command->add_option("--workload-configuration", arguments->astra.workload,
+                      "ASTRA-sim invocation: Chakra trace prefix (<prefix>.<rank>.et; docs/chakra.md)");
+  command->add_option("--system-configuration", arguments->astra.system, "ASTRA-sim invocation: system JSON");
+  command->add_option("--network-configuration", arguments->astra.network,
+                      "ASTRA-sim invocation: analytical network YAML");
+  command->add_option("--remote-memory-configuration", arguments->astra.remote_memory,
+                      "ASTRA-sim invocation: remote-memory JSON (NO_MEMORY_EXPANSION only)");
+  command->add_option("--comm-group-configuration", arguments->astra.comm_groups,
+                      "ASTRA-sim invocation: communicator-group JSON");
   command->add_option("--set", arguments->overrides, "Override a scenario key: dotted.key=value (repeatable)")
       ->allow_extra_args(false);
   command->add_option("--summary-json", arguments->summary_json, "Also write the summary as JSON to this file");
@@ -45,8 +58,33 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
       if (!arguments->detail.empty()) {
         overrides.push_back("output.detail=" + arguments->detail);
       }
+      const AstraSimFiles& astra = arguments->astra;
+      const bool astra_sim = !astra.workload.empty() || !astra.system.empty() || !astra.network.empty();
+      std::string name = arguments->scenario;
       pdes::run_collectively(communicator, [&] {
-        scenario = config::load_scenario(arguments->scenario, overrides);
+        if (astra_sim) {
+          if (!arguments->scenario.empty()) {
+            throw OrreryError(ErrorCode::kConfig,
+                              "give either a scenario file or ASTRA-sim's --workload-configuration, "
+                              "--system-configuration and --network-configuration, not both");
+          }
+          if (astra.workload.empty() || astra.system.empty() || astra.network.empty()) {
+            throw OrreryError(ErrorCode::kConfig,
+                              "ASTRA-sim's invocation needs --workload-configuration, --system-configuration and "
+                              "--network-configuration");
+          }
+          std::vector<std::string> ignored;
+          name = fmt::format("ASTRA-sim files ({})", astra.workload);
+          scenario = config::load_scenario_text(astra_sim_scenario(astra, ignored), name, overrides);
+          if (!ignored.empty() && communicator.rank() == 0) {
+            std::fprintf(stderr, "orrery: note: %s: not modelled: %s\n", astra.system.c_str(),
+                         fmt::format("{}", fmt::join(ignored, ", ")).c_str());
+          }
+        } else if (arguments->scenario.empty()) {
+          throw OrreryError(ErrorCode::kConfig, "run needs a scenario file (or ASTRA-sim's --workload-configuration ...)");
+        } else {
+          scenario = config::load_scenario(arguments->scenario, overrides);
+        }
         if (json_path.empty()) {
           json_path = scenario.output.summary_json.path;
         }
@@ -71,7 +109,7 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
       }
       const RunResult result = run_scenario(communicator, scenario);
       if (communicator.rank() == 0) {
-        std::printf("%s", summary_text(arguments->scenario, scenario, result).c_str());
+        std::printf("%s", summary_text(name, scenario, result).c_str());
         if (!json_path.empty()) {
           std::ofstream out(json_path);
           out << summary_json(scenario, result).dump(2) << "\n";

@@ -7,7 +7,9 @@
 #include "compute/program_costs.h"
 #include "compute/rules.h"
 #include "cli/trace_output.h"
+#include "frontend/chakra/workload.h"
 #include "frontend/stablehlo/stablehlo.h"
+#include "network/topology/multi_dim.h"
 #include "pdes/mpi_communicator.h"
 #include "system/rank_set.h"
 
@@ -36,6 +38,76 @@ class CostTableTimes final : public system::OpTimes {
  private:
   compute::ProgramCosts costs_;
 };
+
+// Chakra nodes: the trace's durations, or ASTRA-sim's roofline for nodes without one.
+class ChakraTimes final : public system::OpTimes {
+ public:
+  ChakraTimes(std::vector<frontend::chakra::NodeCost> costs, double peak_flops, double memory_bandwidth)
+      : costs_(std::move(costs)), peak_flops_(peak_flops), memory_bandwidth_(memory_bandwidth) {}
+  [[nodiscard]] bool takes_time(workload::OpId op) const override {
+    return costs_[op].kind != frontend::chakra::CostKind::kFree;
+  }
+  [[nodiscard]] SimTime time(workload::OpId op) const override {
+    const frontend::chakra::NodeCost& c = costs_[op];
+    switch (c.kind) {
+      case frontend::chakra::CostKind::kFree: return SimTime::zero();
+      case frontend::chakra::CostKind::kDuration: return SimTime::from_ps(c.duration_ps);
+      case frontend::chakra::CostKind::kRoofline:
+        return SimTime::from_seconds(std::max(static_cast<double>(c.num_ops) / peak_flops_,
+                                              static_cast<double>(c.tensor_size) / memory_bandwidth_));
+      case frontend::chakra::CostKind::kMemory:
+        return SimTime::from_seconds(static_cast<double>(c.tensor_size) / memory_bandwidth_);
+    }
+    return SimTime::zero();
+  }
+
+ private:
+  std::vector<frontend::chakra::NodeCost> costs_;
+  double peak_flops_;
+  double memory_bandwidth_;
+};
+
+// The Chakra traces of `workload.chakra` as the simulation's programs.
+void load_chakra(const config::Scenario& scenario, const compute::Hardware& hardware, system::SimulationInput& input,
+                 RunResult& result) {
+  const config::ChakraConfig& chakra = scenario.workload.chakra;
+  frontend::chakra::WorkloadOptions options;
+  options.prefix = chakra.prefix.path;
+  options.ranks = chakra.ranks;
+  options.comm_groups = chakra.comm_groups.path;
+  if (const auto* astra = std::get_if<config::AstraSimTopologyConfig>(&scenario.network.topology)) {
+    options.dimensions = (astra->file.empty() ? astra->inline_spec : network::load_astra_network(astra->file)).npus_count;
+  }
+  auto loaded = frontend::chakra::load_workload(options);
+  if (!loaded) {
+    const Error& error = loaded.error();
+    throw OrreryError(error.code == ErrorCode::kIo ? config::attributed_to(chakra.prefix, error) : error);
+  }
+  frontend::chakra::Workload& workload = loaded.value();
+  for (std::string& warning : workload.warnings) {
+    result.warnings.push_back(std::move(warning));
+  }
+  // ASTRA-sim's roofline for COMP nodes without a duration: the preset's bf16 matrix peak (its
+  // vector peak if it has none) and its memory bandwidth.
+  const auto bf16 = static_cast<std::size_t>(workload::ElementType::kBF16);
+  double peak = hardware.roofline.matrix_peak[bf16].value > 0 ? hardware.roofline.matrix_peak[bf16].value
+                                                               : hardware.roofline.vector_peak.value;
+  double bandwidth = hardware.roofline.memory_bandwidth.value;
+  if (chakra.roofline_peak_tflops > 0) {
+    peak = chakra.roofline_peak_tflops * 1e12;
+  }
+  if (chakra.roofline_memory_gbps > 0) {
+    bandwidth = chakra.roofline_memory_gbps * 1e9;
+  }
+  for (frontend::chakra::Program& program : workload.programs) {
+    system::ProgramInput in{program.program, program.label, program.ranks,
+                            std::make_shared<ChakraTimes>(std::move(program.costs), peak, bandwidth),
+                            0};
+    in.estimate_memory = false;
+    input.programs.push_back(std::move(in));
+  }
+  result.compute.estimators = "chakra trace (durations; roofline where a node has none)";
+}
 
 std::string describe_estimators(const config::ComputeConfig& compute) {
   std::string text(config::enum_to_string(compute.estimator));
@@ -92,7 +164,7 @@ RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario&
   input.scenario = &scenario;
   std::unique_ptr<compute::ComputeModel> compute_model;
   pdes::run_collectively(communicator, [&] {
-    if (scenario.workload.programs.empty()) {
+    if (scenario.workload.programs.empty() && scenario.workload.chakra.prefix.empty()) {
       throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
     }
     compute::Hardware hardware = load_scenario_hardware(scenario);
@@ -100,6 +172,10 @@ RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario&
     input.memory_bandwidth = hardware.roofline.memory_bandwidth;
     input.memory_capacity = hardware.memory_capacity;
     result.compute.hardware = hardware.name;
+    if (!scenario.workload.chakra.prefix.empty()) {
+      load_chakra(scenario, hardware, input, result);
+      return;
+    }
     result.compute.estimators = describe_estimators(scenario.compute);
     compute_model = std::make_unique<compute::ComputeModel>(scenario.compute, std::move(hardware));
     const bool single = scenario.workload.programs.size() == 1;

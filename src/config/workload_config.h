@@ -52,17 +52,50 @@ inline std::span<const EnumName<BranchRuleConfig>> enum_names(BranchRuleConfig) 
   return kNames;
 }
 
+// MLCommons Chakra execution traces instead of programs (docs/chakra.md).
+struct ChakraConfig {
+  FilePath prefix;
+  std::uint32_t ranks = 0;
+  FilePath comm_groups;
+  double roofline_peak_tflops = 0.0;
+  double roofline_memory_gbps = 0.0;
+
+  template <class V>
+  void fields(V& v) {
+    v("prefix", prefix,
+      "Path prefix of the per-rank traces <prefix>.<rank>.et (ASTRA-sim's --workload-configuration); empty: "
+      "use `programs`.");
+    v("ranks", ranks, "Ranks (trace files) of the job; 0: every <prefix>.N.et from N = 0 up to the first missing one.");
+    v("comm_groups", comm_groups,
+      "Communicator-group JSON ({\"id\": [ranks]}) naming the ranks of each pg_name (ASTRA-sim's "
+      "--comm-group-configuration); empty: none.");
+    v("roofline_peak_TFLOPS", roofline_peak_tflops,
+      "Peak rate for COMP nodes costed from num_ops and tensor_size (no duration); 0: the hardware preset's bf16 "
+      "matrix peak.",
+      nonnegative());
+    v("roofline_memory_GBps", roofline_memory_gbps,
+      "Memory bandwidth for such nodes and for MEM_LOAD/STORE nodes (GB/s, 1e9 B/s); 0: the preset's.", nonnegative());
+  }
+};
+
 struct WorkloadConfig {
   std::vector<ProgramConfig> programs;
+  ChakraConfig chakra;
   std::uint32_t steps = 1;
   BranchRuleConfig branch = BranchRuleConfig::kLargest;
 
   template <class V>
   void fields(V& v) {
     v("programs", programs, "Programs (one per pipeline stage or rank group).");
+    v("chakra", chakra, "Chakra execution traces to run instead of `programs`.");
     v("steps", steps, "Training steps run back to back.", at_least(1));
     v("branch", branch,
       "Which branch of an if/case runs: the largest (most ops, nested included), the first or the last.");
+  }
+  void validate(Problems& problems) const {
+    if (!programs.empty() && !chakra.prefix.empty()) {
+      problems.add("chakra", "give either `programs` or `chakra`, not both");
+    }
   }
 };
 

@@ -1797,7 +1797,11 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
         "system.scale_up.bandwidth_GBps and latency_ns do not apply: an astra_sim topology defines every link, its "
         "first dimension the scale-up domain (they serve in-switch reduction only)");
   }
-  for (const auto& program : programs) {
+  for (std::size_t p = 0; p < programs.size(); ++p) {
+    if (!input.programs[p].estimate_memory) {
+      continue;
+    }
+    const auto& program = programs[p];
     summary.memory.push_back(estimate_memory(*program, input.memory_capacity));
     const MemoryEstimate& memory = summary.memory.back();
     if (!memory.fits) {

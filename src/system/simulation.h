@@ -31,6 +31,7 @@ struct ProgramInput {
   std::vector<std::uint32_t> ranks;   // the global rank of each local device id
   std::shared_ptr<const OpTimes> times;
   std::uint32_t replicas = 0;         // rescale a data-parallel program (ProgramModel); 0: as written
+  bool estimate_memory = true;        // false: its tensors' sizes are unknown (Chakra traces)
 };
 
 struct SimulationInput {
