@@ -439,6 +439,37 @@ TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {
     EXPECT_NE(peer.error().message.find("comm_dst 3 is not a rank of this 1-rank job"), std::string::npos)
         << peer.error().message;
   }
+  {  // three ranks send twice on tag 0; the recvs list their sources in the other order
+    for (int mirror = 1; mirror >= 0; --mirror) {
+      for (int r = 0; r < 3; ++r) {
+        TraceWriter w;
+        auto p2p = [&](std::uint64_t id, pb::NodeType type, const char* peer_key, int peer) {
+          pb::Node& n = w.add(id, type, id == 0 ? std::vector<std::uint64_t>{} : std::vector<std::uint64_t>{id - 1});
+          attr_int64(n, "comm_size", 1000);
+          attr_int32(n, peer_key, peer);
+          attr_int32(n, "comm_tag", 0);
+        };
+        p2p(0, pb::COMM_SEND_NODE, "comm_dst", (r + 1) % 3);
+        p2p(1, pb::COMM_SEND_NODE, "comm_dst", (r + 2) % 3);
+        p2p(2, pb::COMM_RECV_NODE, "comm_src", mirror ? (r + 2) % 3 : (r + 1) % 3);
+        p2p(3, pb::COMM_RECV_NODE, "comm_src", mirror ? (r + 1) % 3 : (r + 2) % 3);
+        w.write(file(r));
+      }
+      WorkloadOptions options;
+      options.prefix = prefix();
+      auto loaded = load_workload(options);
+      if (mirror) {
+        ASSERT_TRUE(loaded) << loaded.error().render();
+        continue;
+      }
+      ASSERT_FALSE(loaded);
+      EXPECT_NE(loaded.error().message.find("rank 0's send number 1 of tag 0 goes to rank 1, whose recv number 1"),
+                std::string::npos)
+          << loaded.error().message;
+    }
+    fs::remove(file(1));
+    fs::remove(file(2));
+  }
   WorkloadOptions none;
   none.prefix = (dir_ / "absent").string();
   auto absent = load_workload(none);

@@ -145,6 +145,10 @@ Result<Trace> read_trace(const std::string& path) {
       return invalid(fmt::format("{}: byte {}: {} is {} bytes long but only {} bytes remain (truncated file?)", path,
                                  start, what, *length, bytes.size() - pos));
     }
+    if (*length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+      return invalid(fmt::format("{}: byte {}: {} claims {} bytes, more than a protobuf message can hold", path, start,
+                                 what, *length));
+    }
     const char* data = bytes.data() + pos;
     const int size = static_cast<int>(*length);
     pos += *length;

@@ -319,6 +319,9 @@ class Builder {
       }
       workload.programs.push_back(std::move(program.value()));
     }
+    if (auto matched = check_matching(); !matched) {
+      return matched.error();
+    }
     std::uint64_t host = 0;
     std::uint64_t untimed = 0;
     for (const Group& g : groups_) {
@@ -567,6 +570,7 @@ class Builder {
         }
         const auto& [id, pairs] = channel.value();
         c.channel_id = id;
+        (n.type == NodeType::kSend ? sends_ : recvs_)[id].emplace_back(p, i);
         c.has_source_target_pairs = true;
         c.source_target_pairs = b.add_ints(pairs);
         if (n.type == NodeType::kSend) {
@@ -685,6 +689,59 @@ class Builder {
   std::vector<std::uint32_t> group_of_;  // per rank
   std::vector<std::uint32_t> local_of_;  // per rank: its device id in its group's program
   std::map<std::tuple<std::int64_t, std::uint32_t, std::uint32_t>, std::int64_t> channels_;
+  // Per channel, its send (recv) nodes in program order: (group, node index).
+  std::map<std::int64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> sends_;
+  std::map<std::int64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> recvs_;
+
+ public:
+  // The simulation matches the k-th send of a channel with the k-th recv of that channel; the
+  // traces say who receives from whom. Refuses a job where the two disagree (a tag reused for
+  // several peers in an order the receivers do not mirror), or where counts differ.
+  Result<bool> check_matching() const {
+    for (const auto& [channel, sends] : sends_) {
+      static const std::vector<std::pair<std::uint32_t, std::uint32_t>> kNoRecvs;
+      const auto found = recvs_.find(channel);
+      const auto& recvs = found != recvs_.end() ? found->second : kNoRecvs;
+      const Group& from = groups_[sends.front().first];
+      const Node& first = from.trace.nodes[sends.front().second];
+      if (recvs.size() != sends.size()) {
+        return invalid(fmt::format("{}: ranks {} send {} messages of tag {} to ranks that post {} matching recvs",
+                                   describe_node(from.trace, first), rank_list(from.ranks), sends.size(),
+                                   first.comm_tag.value_or(0), recvs.size()));
+      }
+      for (std::size_t k = 0; k < sends.size(); ++k) {
+        const Node& send = from.trace.nodes[sends[k].second];
+        const Group& to = groups_[recvs[k].first];
+        const Node& recv = to.trace.nodes[recvs[k].second];
+        for (std::uint32_t d = 0; d < from.ranks.size(); ++d) {
+          const std::uint32_t target = from.peers[send.index][d];
+          const std::uint32_t expected = to.peers[recv.index][local_of_[target]];
+          if (expected != from.ranks[d]) {
+            return invalid(fmt::format(
+                "{}: rank {}'s send number {} of tag {} goes to rank {}, whose recv number {} of that tag ({}) expects "
+                "rank {}; Orrery matches the sends and recvs of one tag in order: give these messages distinct tags",
+                describe_node(from.trace, send), from.ranks[d], k + 1, send.comm_tag.value_or(0), target, k + 1,
+                describe_node(to.trace, recv), expected));
+          }
+          if (send.comm_size != recv.comm_size) {
+            return invalid(fmt::format("{}: rank {} sends {} bytes to rank {}, whose matching recv ({}) takes {}",
+                                       describe_node(from.trace, send), from.ranks[d], *send.comm_size, target,
+                                       describe_node(to.trace, recv), *recv.comm_size));
+          }
+        }
+      }
+    }
+    for (const auto& [channel, recvs] : recvs_) {
+      if (!sends_.contains(channel)) {
+        const Group& to = groups_[recvs.front().first];
+        const Node& recv = to.trace.nodes[recvs.front().second];
+        return invalid(fmt::format("{}: ranks {} wait for {} messages of tag {} that no rank sends",
+                                   describe_node(to.trace, recv), rank_list(to.ranks), recvs.size(),
+                                   recv.comm_tag.value_or(0)));
+      }
+    }
+    return true;
+  }
 };
 
 }  // namespace
