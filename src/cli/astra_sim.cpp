@@ -91,9 +91,15 @@ std::string algorithm(const nlohmann::json& json, const std::string& path, const
 
 }  // namespace
 
-std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::string>& ignored) {
+AstraSimScenario astra_sim_scenario(const AstraSimFiles& files) {
   const nlohmann::json system = read_json(files.system, "ASTRA-sim system configuration");
-  std::string text = "# ASTRA-sim invocation\n";
+  AstraSimScenario scenario;
+  std::string& text = scenario.text;
+  std::vector<std::string>& ignored = scenario.ignored;
+  const auto from_system = [&](const std::string& scenario_key, const std::string& json_key) {
+    scenario.origins.emplace_back(scenario_key, fmt::format("{}: \"{}\"", files.system, json_key));
+  };
+  text = "# ASTRA-sim invocation\n";
   text += "system:\n";
   text += "  collective_launch_ns: 0\n  p2p_launch_ns: 0\n";
   static const std::set<std::string> kModelled = {
@@ -121,15 +127,19 @@ std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::stri
                                     files.system));
     }
     text += fmt::format("  endpoint_delay_ns: {}\n", delay);
+    from_system("system.endpoint_delay_ns", "endpoint-delay");
   }
   if (system.contains("preferred-dataset-splits")) {
     text += fmt::format("  chunks: {}\n", number(system, files.system, "preferred-dataset-splits"));
+    from_system("system.chunks", "preferred-dataset-splits");
   }
   if (system.contains("active-chunks-per-dimension")) {
     text += fmt::format("  chunks_in_flight: {}\n", number(system, files.system, "active-chunks-per-dimension"));
+    from_system("system.chunks_in_flight", "active-chunks-per-dimension");
   }
   if (system.contains("local-mem-bw")) {
     text += fmt::format("  reduction_GBps: {}\n", number(system, files.system, "local-mem-bw") * kAstraGB / 1e9);
+    from_system("system.reduction_GBps", "local-mem-bw");
   }
   std::string collectives;
   for (const auto& [key, name] : {std::pair{"all-reduce-implementation", "all_reduce"},
@@ -139,6 +149,7 @@ std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::stri
     if (system.contains(key)) {
       collectives += fmt::format("{}{}: {}", collectives.empty() ? "" : ", ", name,
                                  algorithm(system, files.system, key, std::string(name) == "all_to_all"));
+      from_system(fmt::format("system.collectives.{}", name), key);
     }
   }
   if (!collectives.empty()) {
@@ -146,6 +157,7 @@ std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::stri
   }
   text += fmt::format("network:\n  topology: {{kind: astra_sim, file: {}}}\n  model: analytical\n",
                       quoted(absolute(files.network)));
+  scenario.origins.emplace_back("network.topology", "--network-configuration");
   if (!files.remote_memory.empty()) {
     const nlohmann::json memory = read_json(files.remote_memory, "ASTRA-sim remote-memory configuration");
     const auto type = memory.find("memory-type");
@@ -157,17 +169,61 @@ std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::stri
     }
   }
   text += fmt::format("workload:\n  chakra:\n    prefix: {}\n", quoted(absolute(files.workload)));
-  if (!files.comm_groups.empty() && files.comm_groups.find("empty") == std::string::npos) {
+  scenario.origins.emplace_back("workload.chakra.prefix", "--workload-configuration");
+  if (!files.comm_groups.empty() && files.comm_groups != "empty") {  // ASTRA-sim's word for none
     text += fmt::format("    comm_groups: {}\n", quoted(absolute(files.comm_groups)));
+    scenario.origins.emplace_back("workload.chakra.comm_groups", "--comm-group-configuration");
   }
   const bool roofline = system.contains("roofline-enabled") && number(system, files.system, "roofline-enabled") != 0;
   if (roofline && system.contains("peak-perf")) {
     text += fmt::format("    roofline_peak_TFLOPS: {}\n", number(system, files.system, "peak-perf"));
+    from_system("workload.chakra.roofline_peak_TFLOPS", "peak-perf");
   }
   if (roofline && system.contains("local-mem-bw")) {
     text += fmt::format("    roofline_memory_GBps: {}\n", number(system, files.system, "local-mem-bw") * kAstraGB / 1e9);
+    from_system("workload.chakra.roofline_memory_GBps", "local-mem-bw");
   }
-  return text;
+  return scenario;
+}
+
+Error attributed_to_astra_sim(Error error, const AstraSimScenario& scenario, const std::string& text_name) {
+  // The origin of the longest scenario key that `text` starts with, followed by ':', '.' or ' '.
+  const auto origin_of = [&](const std::string& text) -> const std::pair<std::string, std::string>* {
+    const std::pair<std::string, std::string>* best = nullptr;
+    for (const auto& entry : scenario.origins) {
+      const std::string& key = entry.first;
+      if (text.size() > key.size() && text.compare(0, key.size(), key) == 0 &&
+          (text[key.size()] == ':' || text[key.size()] == '.' || text[key.size()] == ' ') && (best == nullptr || key.size() > best->first.size())) {
+        best = &entry;
+      }
+    }
+    return best;
+  };
+  for (std::string& note : error.notes) {  // "the file is named by KEY (TEXT:line:col)"
+    static const std::string kNamedBy = "the file is named by ";
+    if (note.rfind(kNamedBy, 0) == 0 && note.find(text_name) != std::string::npos) {
+      if (const auto* origin = origin_of(note.substr(kNamedBy.size()))) {
+        note = kNamedBy + origin->second;
+      }
+    }
+  }
+  if (!error.where || error.where->file != text_name) {
+    return error;
+  }
+  if (const auto* origin = origin_of(error.message)) {
+    std::string rest = error.message.substr(origin->first.size());
+    if (rest.rfind(": ", 0) == 0) {
+      rest.erase(0, 2);
+      error.message = fmt::format("{}: {} (Orrery's {})", origin->second, rest, origin->first);
+    } else {  // a key below it: "network.topology.npus: ..."
+      error.message = fmt::format("{}: Orrery's {}{}", origin->second, origin->first, rest);
+    }
+  } else {
+    error.message = fmt::format("{} (in the scenario built from ASTRA-sim's files; --print-scenario shows it)",
+                                error.message);
+  }
+  error.where.reset();
+  return error;
 }
 
 }  // namespace orrery::cli

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "util/error.h"
 
 namespace orrery::cli {
 
@@ -20,8 +23,19 @@ struct AstraSimFiles {
   std::string comm_groups;    // communicator-group JSON, or empty (ASTRA-sim's "empty" too)
 };
 
-// The scenario text. Keys of the system file that Orrery does not model are listed in `ignored`.
-// Throws OrreryError naming the file and key for a value Orrery cannot honour.
-std::string astra_sim_scenario(const AstraSimFiles& files, std::vector<std::string>& ignored);
+struct AstraSimScenario {
+  std::string text;                  // the scenario, YAML
+  std::vector<std::string> ignored;  // keys of the system file that Orrery does not model
+  // Where each scenario key's value came from: (scenario key, "FILE: \"json-key\"" or "--option").
+  std::vector<std::pair<std::string, std::string>> origins;
+};
+
+// The scenario. Throws OrreryError naming the file and key for a value Orrery cannot honour.
+AstraSimScenario astra_sim_scenario(const AstraSimFiles& files);
+
+// An error located in the scenario text (named `text_name` when loaded) is re-attributed to the
+// ASTRA-sim file and key, or command-line option, its value came from; other errors are returned
+// unchanged. Notes that name a scenario key of the text are re-attributed the same way.
+Error attributed_to_astra_sim(Error error, const AstraSimScenario& scenario, const std::string& text_name);
 
 }  // namespace orrery::cli

@@ -61,6 +61,7 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
       const AstraSimFiles& astra = arguments->astra;
       const bool astra_sim = !astra.workload.empty() || !astra.system.empty() || !astra.network.empty();
       std::string name = arguments->scenario;
+      AstraSimScenario from_astra_sim;  // with ASTRA-sim's options: the scenario built from their files
       pdes::run_collectively(communicator, [&] {
         if (astra_sim) {
           if (!arguments->scenario.empty()) {
@@ -73,12 +74,16 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
                               "ASTRA-sim's invocation needs --workload-configuration, --system-configuration and "
                               "--network-configuration");
           }
-          std::vector<std::string> ignored;
           name = fmt::format("ASTRA-sim files ({})", astra.workload);
-          scenario = config::load_scenario_text(astra_sim_scenario(astra, ignored), name, overrides);
-          if (!ignored.empty() && communicator.rank() == 0) {
+          from_astra_sim = astra_sim_scenario(astra);
+          if (!from_astra_sim.ignored.empty() && communicator.rank() == 0) {
             std::fprintf(stderr, "orrery: note: %s: not modelled: %s\n", astra.system.c_str(),
-                         fmt::format("{}", fmt::join(ignored, ", ")).c_str());
+                         fmt::format("{}", fmt::join(from_astra_sim.ignored, ", ")).c_str());
+          }
+          try {
+            scenario = config::load_scenario_text(from_astra_sim.text, name, overrides);
+          } catch (const OrreryError& error) {
+            throw OrreryError(attributed_to_astra_sim(error.error(), from_astra_sim, name));
           }
         } else if (arguments->scenario.empty()) {
           throw OrreryError(ErrorCode::kConfig, "run needs a scenario file (or ASTRA-sim's --workload-configuration ...)");
@@ -107,7 +112,20 @@ Action register_run(CLI::App& app, const GlobalOptions& global) {
         }
         return 0;
       }
-      const RunResult result = run_scenario(communicator, scenario);
+      const RunResult result = [&] {
+        try {
+          return run_scenario(communicator, scenario);
+        } catch (const OrreryError& error) {
+          if (!astra_sim) {
+            throw;
+          }
+          OrreryError located(attributed_to_astra_sim(error.error(), from_astra_sim, name));
+          if (error.coordinated()) {
+            located.mark_coordinated();
+          }
+          throw located;
+        }
+      }();
       if (communicator.rank() == 0) {
         std::printf("%s", summary_text(name, scenario, result).c_str());
         if (!json_path.empty()) {

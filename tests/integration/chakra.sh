@@ -123,7 +123,7 @@ head -c 40 "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce.2.et" > "$work
 expect "truncated trace" 2 "all_reduce.2.et: byte 8: node 0 is" -- \
   "$orrery" run --workload-configuration "$work/bad/all_reduce" --system-configuration "$data/configs/Ring_4chunks.json" \
   --network-configuration "$data/configs/Ring_4npus.yml"
-expect "missing traces" 2 "no Chakra trace" -- \
+expect "missing traces" 2 "error: --workload-configuration: $work/absent: no Chakra trace" -- \
   "$orrery" run --workload-configuration "$work/absent" --system-configuration "$data/configs/Ring_4chunks.json" \
   --network-configuration "$data/configs/Ring_4npus.yml"
 expect "more ranks than NPUs" 2 "the workload needs 8 ranks" -- \
@@ -139,6 +139,22 @@ echo '{"all-reduce-implementation": ["swing"]}' > "$work/swing.json"
 expect "unknown algorithm" 1 "algorithm 'swing' is not one Orrery runs" -- \
   "$orrery" run --workload-configuration "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce" \
   --system-configuration "$work/swing.json" --network-configuration "$data/configs/Ring_4npus.yml"
+# Errors in values taken from ASTRA-sim's files name the file and key (or option), not the
+# scenario text built from them.
+echo '{"all-reduce-implementation": ["ring"], "preferred-dataset-splits": 0}' > "$work/splits.json"
+expect "system value out of range" 2 "$work/splits.json: \"preferred-dataset-splits\": 0 is out of range" -- \
+  "$orrery" run --workload-configuration "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce" \
+  --system-configuration "$work/splits.json" --network-configuration "$data/configs/Ring_4npus.yml"
+printf 'topology: [ Ring ]\nnpus_count: [ 4 ]\nbandwidth: [ -5.0 ]\nlatency: [ 500.0 ]\n' > "$work/net.yml"
+expect "bad network file" 2 "the file is named by --network-configuration" -- \
+  "$orrery" run --workload-configuration "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce" \
+  --system-configuration "$data/configs/Ring_4chunks.json" --network-configuration "$work/net.yml"
+mkdir "$work/empty"  # only the word "empty" itself means no file, not a path containing it
+echo '{"comm": [9]}' > "$work/empty/groups.json"
+expect "communicator groups under a directory named empty" 2 "group 'comm' names 9" -- \
+  "$orrery" run --workload-configuration "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce" \
+  --system-configuration "$data/configs/Ring_4chunks.json" --network-configuration "$data/configs/Ring_4npus.yml" \
+  --comm-group-configuration "$work/empty/groups.json"
 echo '{"comm": [9]}' > "$work/groups.json"
 expect "bad communicator group" 2 "group 'comm' names 9, which is not a rank" -- \
   "$orrery" run --workload-configuration "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce" \

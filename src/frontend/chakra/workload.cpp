@@ -262,7 +262,8 @@ class Builder {
           break;
         }
       }
-      if (group == kNone) {
+      const bool first_of_group = group == kNone;  // its trace moves into the new group
+      if (first_of_group) {
         group = static_cast<std::uint32_t>(groups_.size());
         by_signature[signature].push_back(group);
         Group g;
@@ -273,7 +274,7 @@ class Builder {
         groups_.push_back(std::move(g));
       }
       Group& g = groups_[group];
-      const Trace& mine = group == groups_.size() - 1 && g.ranks.empty() ? g.trace : trace;
+      const Trace& mine = first_of_group ? g.trace : trace;
       for (const Node& n : mine.nodes) {
         const std::uint64_t micros = n.duration_micros.value_or(0);
         g.max_duration[n.index] = std::max(g.max_duration[n.index], micros);
@@ -346,18 +347,29 @@ class Builder {
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;
 
-  // The global ranks of the group a collective node of `rank` runs on.
-  Result<std::vector<std::uint32_t>> group_for(const Trace& trace, const Node& n, std::uint32_t rank) const {
+  // Node n of group g as seen in the file of the group's d-th rank: the ranks of a group share the
+  // graph (node positions) but not the ids, names and byte offsets, which are the first rank's.
+  [[nodiscard]] std::string describe_for_rank(const Group& g, std::uint32_t d, const Node& n) const {
+    if (d == 0) {
+      return describe_node(g.trace, n);
+    }
+    return fmt::format("{}: node {} (the graph of {}, where it is id {}, '{}')", trace_path(options_.prefix, g.ranks[d]),
+                       n.index, g.trace.path, n.id, n.name);
+  }
+
+  // The global ranks of the group a collective node of group g's d-th rank runs on.
+  Result<std::vector<std::uint32_t>> group_for(const Group& g, std::uint32_t d, const Node& n) const {
+    const std::uint32_t rank = g.ranks[d];
     std::vector<std::uint32_t> members;
     const std::string pg = n.pg_name.value_or("");
     if (!pg.empty() && comm_groups_.contains(pg)) {
       members = comm_groups_.at(pg);
       if (!std::binary_search(members.begin(), members.end(), rank)) {
         return invalid(fmt::format("{}: rank {} runs a collective of process group '{}', which does not include it",
-                                   describe_node(trace, n), rank, pg));
+                                   describe_for_rank(g, d, n), rank, pg));
       }
     } else if (!pg.empty() && pg != "0") {
-      return invalid(fmt::format("{}: process group '{}' is not in the communicator-group file{}", describe_node(trace, n),
+      return invalid(fmt::format("{}: process group '{}' is not in the communicator-group file{}", describe_for_rank(g, d, n),
                                  pg, options_.comm_groups.empty() ? " (none given)" : " " + options_.comm_groups));
     } else if (pg.empty() && !comm_groups_.empty()) {
       // ASTRA-sim's rule without pg_name: the group of the file that holds the rank.
@@ -379,21 +391,21 @@ class Builder {
     const auto& dims = options_.dimensions;
     if (dims.size() != n.involved_dim.size()) {
       return invalid(fmt::format("{}: involved_dim has {} entries but the network has {} dimension{}{}",
-                                 describe_node(trace, n), n.involved_dim.size(), dims.size(), dims.size() == 1 ? "" : "s",
+                                 describe_for_rank(g, d, n), n.involved_dim.size(), dims.size(), dims.size() == 1 ? "" : "s",
                                  dims.empty() ? " known (involved_dim needs an ASTRA-sim network)" : ""));
     }
     auto coordinate = [&](std::uint32_t r, std::size_t dim) {
       std::uint32_t stride = 1;
-      for (std::size_t d = 0; d < dim; ++d) {
-        stride *= dims[d];
+      for (std::size_t k = 0; k < dim; ++k) {
+        stride *= dims[k];
       }
       return r / stride % dims[dim];
     };
     std::vector<std::uint32_t> narrowed;
     for (const std::uint32_t m : members) {
       bool keep = true;
-      for (std::size_t d = 0; d < dims.size() && keep; ++d) {
-        keep = n.involved_dim[d] || coordinate(m, d) == coordinate(rank, d);
+      for (std::size_t k = 0; k < dims.size() && keep; ++k) {
+        keep = n.involved_dim[k] || coordinate(m, k) == coordinate(rank, k);
       }
       if (keep) {
         narrowed.push_back(m);
@@ -616,7 +628,7 @@ class Builder {
     std::vector<std::vector<std::uint32_t>> groups;
     std::vector<std::uint32_t> group_of_device(g.ranks.size(), kNone);
     for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
-      auto members = group_for(g.trace, n, g.ranks[d]);
+      auto members = group_for(g, d, n);
       if (!members) {
         return members.error();
       }
@@ -626,14 +638,14 @@ class Builder {
           return unsupported(fmt::format(
               "{}: the collective's group (ranks {}) mixes ranks whose traces differ (rank {} runs {}, rank {} runs {}); "
               "Orrery matches a collective within ranks that share one graph",
-              describe_node(g.trace, n), rank_list(members.value()), g.ranks[d], trace_path(options_.prefix, g.ranks[d]),
+              describe_for_rank(g, d, n), rank_list(members.value()), g.ranks[d], trace_path(options_.prefix, g.ranks[d]),
               m, trace_path(options_.prefix, m)));
         }
         local.push_back(local_of_[m]);
       }
       if (group_of_device[d] != kNone) {
         if (groups[group_of_device[d]] != local) {
-          return invalid(fmt::format("{}: ranks {} and {} disagree on the collective's group", describe_node(g.trace, n),
+          return invalid(fmt::format("{}: ranks {} and {} disagree on the collective's group", describe_for_rank(g, d, n),
                                      g.ranks[groups[group_of_device[d]].front()], g.ranks[d]));
         }
         continue;
@@ -720,13 +732,13 @@ class Builder {
             return invalid(fmt::format(
                 "{}: rank {}'s send number {} of tag {} goes to rank {}, whose recv number {} of that tag ({}) expects "
                 "rank {}; Orrery matches the sends and recvs of one tag in order: give these messages distinct tags",
-                describe_node(from.trace, send), from.ranks[d], k + 1, send.comm_tag.value_or(0), target, k + 1,
-                describe_node(to.trace, recv), expected));
+                describe_for_rank(from, d, send), from.ranks[d], k + 1, send.comm_tag.value_or(0), target, k + 1,
+                describe_for_rank(to, local_of_[target], recv), expected));
           }
           if (send.comm_size != recv.comm_size) {
             return invalid(fmt::format("{}: rank {} sends {} bytes to rank {}, whose matching recv ({}) takes {}",
-                                       describe_node(from.trace, send), from.ranks[d], *send.comm_size, target,
-                                       describe_node(to.trace, recv), *recv.comm_size));
+                                       describe_for_rank(from, d, send), from.ranks[d], *send.comm_size, target,
+                                       describe_for_rank(to, local_of_[target], recv), *recv.comm_size));
           }
         }
       }
