@@ -377,6 +377,42 @@ TEST_F(ChakraTest, CommGroupsAndInvolvedDimensionsMakeTheGroups) {
       << unknown.error().message;
 }
 
+TEST_F(ChakraTest, GroupsThatRanksSeeDifferentlyAreRefused) {
+  // No pg_name: each rank's group is the last group of the file that holds it (ASTRA-sim's rule).
+  for (int rank = 0; rank < 4; ++rank) {
+    TraceWriter w;
+    pb::Node& a = w.add(0, pb::COMM_COLL_NODE);
+    attr_int64(a, "comm_type", 0);
+    attr_int64(a, "comm_size", 64);
+    w.write(file(rank));
+  }
+  WorkloadOptions options;
+  options.prefix = prefix();
+  options.comm_groups = (dir_ / "groups.json").string();
+  const auto load = [&](const char* json) {
+    std::ofstream(options.comm_groups) << json;
+    return load_workload(options);
+  };
+  auto fine = load(R"({"a": [0, 1], "b": [2, 3]})");
+  ASSERT_TRUE(fine) << fine.error().render();
+  const workload::Program& p = *fine->programs[0].program;
+  for (workload::OpId id = 0; id < p.op_count(); ++id) {
+    if (workload::op_category(p.op(id).kind) == workload::OpCategory::kCollective) {
+      EXPECT_EQ(workload::device_groups(p, p.op(id)).value(), (workload::DeviceGroups{{0, 1}, {2, 3}}));
+    }
+  }
+  // Rank 0 sees {0, 1}; rank 1 sees {1, 2, 3}.
+  auto disagree = load(R"({"a": [0, 1], "b": [1, 2, 3]})");
+  ASSERT_FALSE(disagree);
+  EXPECT_NE(disagree.error().message.find("ranks 0 and 1 disagree on the collective's group"), std::string::npos)
+      << disagree.error().message;
+  // Rank 0 sees {0, 2}; rank 1 sees {0, 1}, which would put rank 0 in two groups.
+  auto twice = load(R"({"a": [0, 1], "b": [0, 2], "c": [3]})");
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message.find("rank 0 would be in two groups of the collective"), std::string::npos)
+      << twice.error().message;
+}
+
 TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {
   auto collective = [](TraceWriter& w, std::uint64_t id, std::int64_t size) {
     pb::Node& c = w.add(id, pb::COMM_COLL_NODE);

@@ -1,4 +1,4 @@
-// The fuzz target's body over its seed corpus and over every input the fuzzer ever crashed on
+// The fuzz targets' bodies over their seed corpora and over every input the fuzzer ever crashed on
 // (tests/fuzz/regressions), in the normal test suite: each must parse or fail cleanly.
 #include <gtest/gtest.h>
 
@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../fuzz/chakra_fuzz_one.h"
 #include "../fuzz/fuzz_one.h"
 
 namespace orrery::fuzz {
@@ -13,7 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::size_t run_directory(const fs::path& directory) {
+template <class Body>
+std::size_t run_directory(const fs::path& directory, Body body) {
   std::size_t inputs = 0;
   for (const auto& entry : fs::directory_iterator(directory)) {
     if (!entry.is_regular_file() || entry.path().filename().string().front() == '.') {
@@ -23,7 +25,7 @@ std::size_t run_directory(const fs::path& directory) {
     std::stringstream bytes;
     bytes << in.rdbuf();
     SCOPED_TRACE(entry.path().string());
-    fuzz_one(bytes.str());
+    body(bytes.str());
     ++inputs;
   }
   return inputs;
@@ -31,8 +33,14 @@ std::size_t run_directory(const fs::path& directory) {
 
 TEST(FuzzInputs, SeedCorpusAndRegressionsRunCleanly) {
   const fs::path root = fs::path(ORRERY_SOURCE_DIR) / "tests/fuzz";
-  EXPECT_GT(run_directory(root / "corpus/stablehlo"), 10U);
-  EXPECT_GT(run_directory(root / "regressions/stablehlo"), 0U);
+  EXPECT_GT(run_directory(root / "corpus/stablehlo", fuzz_one), 10U);
+  EXPECT_GT(run_directory(root / "regressions/stablehlo", fuzz_one), 0U);
+}
+
+TEST(FuzzInputs, ChakraSeedsAndRegressionsRunCleanly) {
+  const fs::path root = fs::path(ORRERY_SOURCE_DIR) / "tests/fuzz";
+  EXPECT_GE(run_directory(root / "corpus/chakra", fuzz_chakra), 8U);
+  (void)run_directory(root / "regressions/chakra", fuzz_chakra);  // none yet: the fuzzer has found no crash
 }
 
 }  // namespace

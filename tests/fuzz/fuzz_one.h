@@ -15,6 +15,19 @@
 
 namespace orrery::fuzz {
 
+// What reads a frontend's programs: the summary, the dump, each collective's device groups.
+inline void read_program(const workload::Program& program) {
+  (void)workload::summarize(program);
+  (void)workload::dump(program);
+  for (workload::OpId id = 0; id < program.op_count(); ++id) {
+    const workload::Op& op = program.op(id);
+    if (workload::op_category(op.kind) == workload::OpCategory::kCollective && program.has_payload(op)) {
+      (void)workload::device_groups(program, op);
+      (void)workload::device_pairs(program, op);
+    }
+  }
+}
+
 inline void fuzz_one(std::string_view input) {
   auto source = std::make_shared<workload::SourceText>();
   source->path = "fuzz.mlir";
@@ -29,15 +42,7 @@ inline void fuzz_one(std::string_view input) {
       continue;
     }
     const workload::Program& program = *outcome.result.value().program;
-    (void)workload::summarize(program);
-    (void)workload::dump(program);
-    for (workload::OpId id = 0; id < program.op_count(); ++id) {
-      const workload::Op& op = program.op(id);
-      if (workload::op_category(op.kind) == workload::OpCategory::kCollective && program.has_payload(op)) {
-        (void)workload::device_groups(program, op);
-        (void)workload::device_pairs(program, op);
-      }
-    }
+    read_program(program);
     for (const workload::OpId id : program.while_ops()) {
       (void)program.trip_count_error(id);
     }
