@@ -31,3 +31,13 @@ for f in "$shared/hespas_workloads/llama3-100m.post-spmd-4dev.mlir" "$shared/hes
   [[ -f "$f" ]] && programs+=("$f")
 done
 "$build/bench/compute_bench" "${programs[@]}" "$big" --repeat 5
+echo
+echo "== Chakra frontend (load a job's per-rank traces: read, decode, check, group, build)"
+pytorch=${ORRERY_SHARED_DATA:-$root/../shared/data}/chakra/pytorch/chakra.0.et
+if [[ -f "$pytorch" ]]; then
+  "$build/bench/chakra_bench" "$pytorch" --ranks 1,64,1024 --repeat 3
+else
+  echo "skip the PyTorch trace: needs $pytorch (../shared/data beside the clone)"
+fi
+"$build/bench/chakra_bench" "$root/tests/data/chakra/astra-sim/microbenchmarks/all_reduce/16npus_1MB/all_reduce.1.et" \
+  --ranks 1024,32768 --repeat 3

@@ -9,39 +9,19 @@
 // freed and only the programs remain; and the IR's own accounting (Program::heap_bytes(), the
 // capacities of its tables). The source buffer, which the programs keep for attribute text and
 // error locations, is reported beside them and in the total.
-#include <malloc.h>
-#include <time.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "frontend/stablehlo/stablehlo.h"
-
-namespace {
-
-std::size_t heap_in_use() {
-  const struct mallinfo2 info = mallinfo2();
-  return info.uordblks + info.hblkhd;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// CPU seconds of this process: the parser is single-threaded, so on a machine shared with other
-// jobs this is the time the parse would take on an idle core.
-double cpu_seconds() {
-  timespec now{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
-}
-
-}  // namespace
+#include "measure.h"
 
 int main(int argc, char** argv) {
   using namespace orrery;
+  using bench::cpu_seconds;
+  using bench::heap_in_use;
+  using bench::seconds_since;
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s FILE.mlir [--repeat N]\n", argv[0]);
     return 2;

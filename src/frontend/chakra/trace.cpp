@@ -133,32 +133,33 @@ Result<Trace> read_trace(const std::string& path) {
   trace.path = path;
   std::size_t pos = 0;
   bool metadata = true;
+  pb::Node message;  // reused: Clear() keeps its buffers, so decoding a node seldom allocates
   while (pos < bytes.size()) {
     const std::size_t start = pos;
     const auto index = static_cast<std::uint32_t>(trace.nodes.size());
-    const std::string what = metadata ? std::string("the global metadata") : fmt::format("node {}", index);
+    const auto what = [&] { return metadata ? std::string("the global metadata") : fmt::format("node {}", index); };
     const std::optional<std::uint64_t> length = read_varint(bytes, pos);
     if (!length) {
-      return invalid(fmt::format("{}: byte {}: truncated length prefix of {}", path, start, what));
+      return invalid(fmt::format("{}: byte {}: truncated length prefix of {}", path, start, what()));
     }
     if (*length > bytes.size() - pos) {
       return invalid(fmt::format("{}: byte {}: {} is {} bytes long but only {} bytes remain (truncated file?)", path,
-                                 start, what, *length, bytes.size() - pos));
+                                 start, what(), *length, bytes.size() - pos));
     }
     if (*length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
       return invalid(fmt::format("{}: byte {}: {} claims {} bytes, more than a protobuf message can hold", path, start,
-                                 what, *length));
+                                 what(), *length));
     }
     const char* data = bytes.data() + pos;
     const int size = static_cast<int>(*length);
     pos += *length;
     if (metadata) {
-      pb::GlobalMetadata message;
-      if (!message.ParseFromArray(data, size)) {
+      pb::GlobalMetadata header;
+      if (!header.ParseFromArray(data, size)) {
         return invalid(fmt::format("{}: byte {}: the global metadata is not a Chakra GlobalMetadata message", path, start));
       }
-      trace.version = message.version();
-      for (const pb::AttributeProto& a : message.attr()) {
+      trace.version = header.version();
+      for (const pb::AttributeProto& a : header.attr()) {
         if (a.name() == "schema" && a.value_case() == pb::AttributeProto::kStringVal) {
           trace.version = a.string_val();
         }
@@ -166,7 +167,7 @@ Result<Trace> read_trace(const std::string& path) {
       metadata = false;
       continue;
     }
-    pb::Node message;
+    message.Clear();
     if (!message.ParseFromArray(data, size)) {
       return invalid(fmt::format("{}: byte {}: node {} is not a Chakra Node message", path, start, index));
     }

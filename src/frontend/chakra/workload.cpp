@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -74,25 +75,52 @@ bool same_graph_node(const Node& a, const Node& b) {
 
 // Checks one rank's trace: unique ids, known dependencies, the attributes each node kind needs.
 Result<bool> check_trace(Trace& trace, std::uint32_t rank, std::uint32_t ranks) {
-  std::unordered_map<std::uint64_t, std::uint32_t> index_of;
-  index_of.reserve(trace.nodes.size());
+  // Node id -> position. Converters number nodes from 0 or close to it, so a table indexed by id
+  // serves when ids stay below four times the node count; a hash map otherwise.
+  constexpr std::uint32_t kAbsent = 0xffffffffU;
+  std::uint64_t largest = 0;
   for (const Node& n : trace.nodes) {
-    if (!index_of.emplace(n.id, n.index).second) {
-      return invalid(fmt::format("{}: node id {} is used twice (first by node {})", describe_node(trace, n), n.id,
-                                 index_of.at(n.id)));
+    largest = std::max(largest, n.id);
+  }
+  const bool dense = largest < 4 * static_cast<std::uint64_t>(trace.nodes.size()) + 64;
+  std::vector<std::uint32_t> table(dense ? largest + 1 : 0, kAbsent);
+  std::unordered_map<std::uint64_t, std::uint32_t> map;
+  if (!dense) {
+    map.reserve(trace.nodes.size());
+  }
+  const auto index_of = [&](std::uint64_t id) {
+    if (dense) {
+      return id < table.size() ? table[id] : kAbsent;
+    }
+    const auto found = map.find(id);
+    return found == map.end() ? kAbsent : found->second;
+  };
+  for (const Node& n : trace.nodes) {
+    const std::uint32_t first = index_of(n.id);
+    if (first != kAbsent) {
+      return invalid(fmt::format("{}: node id {} is used twice (first by node {})", describe_node(trace, n), n.id, first));
+    }
+    if (dense) {
+      table[n.id] = n.index;
+    } else {
+      map.emplace(n.id, n.index);
     }
   }
   for (Node& n : trace.nodes) {
+    n.dep_index.reserve(n.data_deps.size());
     for (const std::uint64_t d : n.data_deps) {
-      if (!index_of.contains(d)) {
+      const std::uint32_t index = index_of(d);
+      if (index == kAbsent) {
         return invalid(fmt::format("{}: data dependency on node id {}, which is not in the trace", describe_node(trace, n), d));
       }
       if (d == n.id) {
         return invalid(fmt::format("{}: depends on itself", describe_node(trace, n)));
       }
-      n.dep_index.push_back(index_of.at(d));
+      n.dep_index.push_back(index);
     }
-    std::sort(n.dep_index.begin(), n.dep_index.end());
+    if (!std::is_sorted(n.dep_index.begin(), n.dep_index.end())) {
+      std::sort(n.dep_index.begin(), n.dep_index.end());
+    }
     n.dep_index.erase(std::unique(n.dep_index.begin(), n.dep_index.end()), n.dep_index.end());
     if (!is_device_comm(n)) {
       if ((n.type == NodeType::kMemLoad || n.type == NodeType::kMemStore) && !n.is_cpu_op && !n.tensor_size) {
@@ -193,7 +221,9 @@ struct Group {
 
 class Builder {
  public:
-  Builder(const WorkloadOptions& options, std::uint32_t ranks) : options_(options), ranks_(ranks) {}
+  Builder(const WorkloadOptions& options, std::uint32_t ranks) : options_(options), ranks_(ranks), all_ranks_(ranks) {
+    std::iota(all_ranks_.begin(), all_ranks_.end(), 0U);
+  }
 
   Result<bool> load_comm_groups() {
     if (options_.comm_groups.empty()) {
@@ -357,36 +387,42 @@ class Builder {
                        n.index, g.trace.path, n.id, n.name);
   }
 
-  // The global ranks of the group a collective node of group g's d-th rank runs on.
-  Result<std::vector<std::uint32_t>> group_for(const Group& g, std::uint32_t d, const Node& n) const {
+  // The ranks a collective node's group is drawn from, for group g's d-th rank: its process group,
+  // the communicator group that holds the rank (ASTRA-sim's rule without pg_name), or every rank.
+  Result<const std::vector<std::uint32_t>*> base_group(const Group& g, std::uint32_t d, const Node& n) const {
     const std::uint32_t rank = g.ranks[d];
-    std::vector<std::uint32_t> members;
     const std::string pg = n.pg_name.value_or("");
     if (!pg.empty() && comm_groups_.contains(pg)) {
-      members = comm_groups_.at(pg);
+      const std::vector<std::uint32_t>& members = comm_groups_.at(pg);
       if (!std::binary_search(members.begin(), members.end(), rank)) {
         return invalid(fmt::format("{}: rank {} runs a collective of process group '{}', which does not include it",
                                    describe_for_rank(g, d, n), rank, pg));
       }
-    } else if (!pg.empty() && pg != "0") {
+      return &members;
+    }
+    if (!pg.empty() && pg != "0") {
       return invalid(fmt::format("{}: process group '{}' is not in the communicator-group file{}", describe_for_rank(g, d, n),
                                  pg, options_.comm_groups.empty() ? " (none given)" : " " + options_.comm_groups));
-    } else if (pg.empty() && !comm_groups_.empty()) {
-      // ASTRA-sim's rule without pg_name: the group of the file that holds the rank.
-      for (const auto& [id, list] : comm_groups_) {
+    }
+    const std::vector<std::uint32_t>* members = &all_ranks_;
+    if (pg.empty()) {
+      for (const auto& [id, list] : comm_groups_) {  // the last group that holds the rank
         if (std::binary_search(list.begin(), list.end(), rank)) {
-          members = list;
+          members = &list;
         }
       }
     }
-    if (members.empty()) {
-      for (std::uint32_t r = 0; r < ranks_; ++r) {
-        members.push_back(r);
-      }
-    }
+    return members;
+  }
+
+  // The global ranks of the group a collective node of group g's d-th rank runs on: its base
+  // group, narrowed by involved_dim to the ranks that share the rank's coordinates in the
+  // dimensions marked false.
+  Result<std::vector<std::uint32_t>> group_for(const Group& g, std::uint32_t d, const Node& n,
+                                               const std::vector<std::uint32_t>& base) const {
     const bool narrows = std::find(n.involved_dim.begin(), n.involved_dim.end(), false) != n.involved_dim.end();
     if (!narrows) {
-      return members;
+      return base;
     }
     const auto& dims = options_.dimensions;
     if (dims.size() != n.involved_dim.size()) {
@@ -402,10 +438,10 @@ class Builder {
       return r / stride % dims[dim];
     };
     std::vector<std::uint32_t> narrowed;
-    for (const std::uint32_t m : members) {
+    for (const std::uint32_t m : base) {
       bool keep = true;
       for (std::size_t k = 0; k < dims.size() && keep; ++k) {
-        keep = n.involved_dim[k] || coordinate(m, k) == coordinate(rank, k);
+        keep = n.involved_dim[k] || coordinate(m, k) == coordinate(g.ranks[d], k);
       }
       if (keep) {
         narrowed.push_back(m);
@@ -627,8 +663,19 @@ class Builder {
     const Group& g = groups_[p];
     std::vector<std::vector<std::uint32_t>> groups;
     std::vector<std::uint32_t> group_of_device(g.ranks.size(), kNone);
+    std::vector<const std::vector<std::uint32_t>*> base_of_group;  // per device group
     for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
-      auto members = group_for(g, d, n);
+      auto base = base_group(g, d, n);
+      if (!base) {
+        return base.error();
+      }
+      // A rank already placed by another member's view agrees with it when both views start from
+      // the same base group: narrowing around any member of a group gives that group again. Only
+      // a different base needs the whole view compared, so a group of N ranks costs O(N), not O(N^2).
+      if (group_of_device[d] != kNone && base_of_group[group_of_device[d]] == base.value()) {
+        continue;
+      }
+      auto members = group_for(g, d, n, *base.value());
       if (!members) {
         return members.error();
       }
@@ -658,6 +705,7 @@ class Builder {
         group_of_device[l] = static_cast<std::uint32_t>(groups.size());
       }
       groups.push_back(std::move(local));
+      base_of_group.push_back(base.value());
     }
     return groups;
   }
@@ -696,6 +744,7 @@ class Builder {
 
   const WorkloadOptions& options_;
   std::uint32_t ranks_;
+  std::vector<std::uint32_t> all_ranks_;  // 0 .. ranks_ - 1
   std::map<std::string, std::vector<std::uint32_t>> comm_groups_;
   std::vector<Group> groups_;
   std::vector<std::uint32_t> group_of_;  // per rank
