@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   auto add = [&](cli::Action action) { actions[app.get_subcommands({}).back()] = std::move(action); };
   add(cli::register_run(app, global));
   add(cli::register_sweep(app, global));
+  add(cli::register_convert(app, global));
   add(cli::register_phold(app, global));
   add(cli::register_traffic(app, global));
   add(cli::register_inspect(app, global));

@@ -157,56 +157,60 @@ compute::Hardware load_scenario_hardware(const config::Scenario& scenario) {
   }
 }
 
+system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result) {
+  system::SimulationInput input;
+  input.scenario = &scenario;
+  std::unique_ptr<compute::ComputeModel> compute_model;
+  if (scenario.workload.programs.empty() && scenario.workload.chakra.prefix.empty()) {
+    throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
+  }
+  compute::Hardware hardware = load_scenario_hardware(scenario);
+  input.hardware = hardware.name;
+  input.memory_bandwidth = hardware.roofline.memory_bandwidth;
+  input.memory_capacity = hardware.memory_capacity;
+  result.compute.hardware = hardware.name;
+  if (!scenario.workload.chakra.prefix.empty()) {
+    load_chakra(scenario, hardware, input, result);
+    return input;
+  }
+  result.compute.estimators = describe_estimators(scenario.compute);
+  compute_model = std::make_unique<compute::ComputeModel>(scenario.compute, std::move(hardware));
+  const bool single = scenario.workload.programs.size() == 1;
+  for (std::size_t i = 0; i < scenario.workload.programs.size(); ++i) {
+    const config::ProgramConfig& entry = scenario.workload.programs[i];
+    auto program = load_program(entry, i, result.warnings);
+    const std::string where = fmt::format("workload.programs[{}].ranks", i);
+    if (entry.ranks == "all" && !single) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("{}: 'all' needs a single program; give each program its ranks", where));
+    }
+    const std::uint32_t devices = entry.replicas > 0 ? entry.replicas : program->num_devices();
+    std::vector<std::uint32_t> ranks = system::parse_rank_set(entry.ranks, devices, where);
+    compute::ProgramCosts costs = compute::cost_program(*program, *compute_model, compute::CostOptions::from(scenario.compute));
+    for (const compute::OpCost& cost : costs.ops) {
+      if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
+        ++result.compute.fallbacks;
+      }
+    }
+    std::string label = entry.file.path;
+    if (entry.module > 0) {
+      label += fmt::format(" (module {})", entry.module);
+    }
+    input.programs.push_back(system::ProgramInput{program, std::move(label), std::move(ranks),
+                                                  std::make_shared<CostTableTimes>(std::move(costs)),
+                                                  entry.replicas});
+  }
+  const compute::CacheStats cache = compute_model->cache_stats();
+  result.compute.lookups = cache.lookups;
+  result.compute.hits = cache.hits;
+  return input;
+}
+
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario) {
   const auto start = std::chrono::steady_clock::now();
   RunResult result;
   system::SimulationInput input;
-  input.scenario = &scenario;
-  std::unique_ptr<compute::ComputeModel> compute_model;
-  pdes::run_collectively(communicator, [&] {
-    if (scenario.workload.programs.empty() && scenario.workload.chakra.prefix.empty()) {
-      throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
-    }
-    compute::Hardware hardware = load_scenario_hardware(scenario);
-    input.hardware = hardware.name;
-    input.memory_bandwidth = hardware.roofline.memory_bandwidth;
-    input.memory_capacity = hardware.memory_capacity;
-    result.compute.hardware = hardware.name;
-    if (!scenario.workload.chakra.prefix.empty()) {
-      load_chakra(scenario, hardware, input, result);
-      return;
-    }
-    result.compute.estimators = describe_estimators(scenario.compute);
-    compute_model = std::make_unique<compute::ComputeModel>(scenario.compute, std::move(hardware));
-    const bool single = scenario.workload.programs.size() == 1;
-    for (std::size_t i = 0; i < scenario.workload.programs.size(); ++i) {
-      const config::ProgramConfig& entry = scenario.workload.programs[i];
-      auto program = load_program(entry, i, result.warnings);
-      const std::string where = fmt::format("workload.programs[{}].ranks", i);
-      if (entry.ranks == "all" && !single) {
-        throw OrreryError(ErrorCode::kConfig,
-                          fmt::format("{}: 'all' needs a single program; give each program its ranks", where));
-      }
-      const std::uint32_t devices = entry.replicas > 0 ? entry.replicas : program->num_devices();
-      std::vector<std::uint32_t> ranks = system::parse_rank_set(entry.ranks, devices, where);
-      compute::ProgramCosts costs = compute::cost_program(*program, *compute_model, compute::CostOptions::from(scenario.compute));
-      for (const compute::OpCost& cost : costs.ops) {
-        if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
-          ++result.compute.fallbacks;
-        }
-      }
-      std::string label = entry.file.path;
-      if (entry.module > 0) {
-        label += fmt::format(" (module {})", entry.module);
-      }
-      input.programs.push_back(system::ProgramInput{program, std::move(label), std::move(ranks),
-                                                    std::make_shared<CostTableTimes>(std::move(costs)),
-                                                    entry.replicas});
-    }
-    const compute::CacheStats cache = compute_model->cache_stats();
-    result.compute.lookups = cache.lookups;
-    result.compute.hits = cache.hits;
-  });
+  pdes::run_collectively(communicator, [&] { input = prepare_simulation(scenario, result); });
   // The trace file is created before the run, so that a path that cannot be written fails first.
   std::unique_ptr<trace::Writer> writer;
   system::TraceRecord record;

@@ -29,6 +29,10 @@ struct RunResult {
   double wall_s = 0.0;                // set-up and simulation, this process
 };
 
+// Loads the hardware preset and the workload and costs every op: what system::simulate needs. The
+// result's compute statistics and warnings are filled in. Throws OrreryError (on this process only).
+system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result);
+
 // Runs the scenario on `communicator` (every process calls it with the same scenario). Set-up
 // errors are agreed across processes (run_collectively), so they never leave a process waiting.
 RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario& scenario);

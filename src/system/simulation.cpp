@@ -1731,6 +1731,31 @@ void collect_trace(pdes::Communicator& communicator, std::span<const pdes::LpId>
   }
 }
 
+std::vector<std::unique_ptr<ProgramModel>> build_program_models(const SimulationInput& input) {
+  const config::Scenario& scenario = *input.scenario;
+  std::vector<std::unique_ptr<ProgramModel>> programs;
+  ExecGraphOptions graph_options;
+  graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
+  graph_options.combine_bytes = scenario.system.combine_threshold_bytes;
+  for (const ProgramInput& program : input.programs) {
+    const std::uint32_t devices = program.replicas > 0 ? program.replicas : program.program->num_devices();
+    if (program.ranks.size() != devices) {
+      throw OrreryError(ErrorCode::kConfig,
+                        program.replicas > 0
+                            ? fmt::format("{} is rescaled to {} replicas but is given {} ranks ({})", program.label,
+                                          devices, program.ranks.size(), format_rank_set(program.ranks))
+                            : fmt::format("{} runs on {} devices (num_replicas {} x num_partitions {}) but is given "
+                                          "{} ranks ({})",
+                                          program.label, devices, program.program->num_replicas(),
+                                          program.program->num_partitions(), program.ranks.size(),
+                                          format_rank_set(program.ranks)));
+    }
+    programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
+                                                      graph_options, program.replicas));
+  }
+  return programs;
+}
+
 RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input, TraceRecord* trace) {
   ORRERY_ASSERT(input.scenario != nullptr, "simulate() needs a scenario");
   const config::Scenario& scenario = *input.scenario;
@@ -1757,27 +1782,11 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
                                     topology->num_endpoints(), topology->num_nodes(), topology->devices_per_node(),
                                     ranks));
     }
-    ExecGraphOptions graph_options;
-    graph_options.branch_rule = static_cast<BranchRule>(scenario.workload.branch);
-    graph_options.combine_bytes = scenario.system.combine_threshold_bytes;
-    for (const ProgramInput& program : input.programs) {
-      const std::uint32_t devices = program.replicas > 0 ? program.replicas : program.program->num_devices();
-      if (program.ranks.size() != devices) {
-        throw OrreryError(ErrorCode::kConfig,
-                          program.replicas > 0
-                              ? fmt::format("{} is rescaled to {} replicas but is given {} ranks ({})", program.label,
-                                            devices, program.ranks.size(), format_rank_set(program.ranks))
-                              : fmt::format("{} runs on {} devices (num_replicas {} x num_partitions {}) but is given "
-                                            "{} ranks ({})",
-                                            program.label, devices, program.program->num_replicas(),
-                                            program.program->num_partitions(), program.ranks.size(),
-                                            format_rank_set(program.ranks)));
-      }
-      programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
-                                                        graph_options, program.replicas));
-      if (programs.back()->graph().collectives().size() >= kMaxOrdinal) {
+    programs = build_program_models(input);
+    for (const auto& program : programs) {
+      if (program->graph().collectives().size() >= kMaxOrdinal) {
         throw OrreryError(ErrorCode::kUnsupported,
-                          fmt::format("{} runs more than {} collectives per step", program.label, kMaxOrdinal));
+                          fmt::format("{} runs more than {} collectives per step", program->label(), kMaxOrdinal));
       }
     }
     routing = std::make_unique<network::Routing>(*topology, scenario.network.routing);

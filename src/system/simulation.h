@@ -175,6 +175,11 @@ struct TraceRecord {
 // (naming the program, op and ranks) and for a deadlock (naming the blocked ranks and what each
 // waits for).
 // With `trace`, also records what its `detail` asks for (set `trace->detail` before the call).
+// Each program's model (execution graph, op durations, collectives) as a run builds it: the
+// scenario's branch rule and collective-combining threshold. Throws OrreryError naming a program
+// that is given the wrong number of ranks.
+std::vector<std::unique_ptr<ProgramModel>> build_program_models(const SimulationInput& input);
+
 RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input, TraceRecord* trace = nullptr);
 
 }  // namespace orrery::system

@@ -12,6 +12,7 @@
 #include "et_def.pb.h"
 #include "frontend/chakra/trace.h"
 #include "frontend/chakra/workload.h"
+#include "frontend/chakra/writer.h"
 #include "workload/collectives.h"
 
 namespace orrery::frontend::chakra {
@@ -411,6 +412,86 @@ TEST_F(ChakraTest, GroupsThatRanksSeeDifferentlyAreRefused) {
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().message.find("rank 0 would be in two groups of the collective"), std::string::npos)
       << twice.error().message;
+}
+
+TEST_F(ChakraTest, WrittenTracesReadBackNodeForNode) {
+  // Two ranks: a kernel, an all-reduce in group "1", a send to the other rank and a recv from it.
+  for (std::uint32_t rank = 0; rank < 2; ++rank) {
+    Trace trace;
+    Node& kernel = trace.nodes.emplace_back();
+    kernel.id = 0;
+    kernel.name = "fusion";
+    kernel.type = NodeType::kComp;
+    kernel.duration_micros = 17;
+    kernel.num_ops = 1000;
+    kernel.tensor_size = 4096;
+    Node& all_reduce = trace.nodes.emplace_back();
+    all_reduce.id = 1;
+    all_reduce.name = "all_reduce";
+    all_reduce.type = NodeType::kCollective;
+    all_reduce.data_deps = {0};
+    all_reduce.comm_type = CommType::kAllReduce;
+    all_reduce.comm_size = 1ULL << 33;  // beyond 32 bits
+    all_reduce.pg_name = "1";
+    all_reduce.involved_dim = {true, false};
+    Node& send = trace.nodes.emplace_back();
+    send.id = 2;
+    send.name = "send";
+    send.type = NodeType::kSend;
+    send.data_deps = {1};
+    send.comm_size = 64;
+    send.comm_dst = 1 - rank;
+    send.comm_tag = (std::int64_t{1} << 40) + 3;
+    Node& recv = trace.nodes.emplace_back();
+    recv.id = 3;
+    recv.name = "recv";
+    recv.type = NodeType::kRecv;
+    recv.data_deps = {1, 2};
+    recv.comm_size = 64;
+    recv.comm_src = 1 - rank;
+    recv.comm_tag = send.comm_tag;
+    Node& host = trace.nodes.emplace_back();
+    host.id = 4;
+    host.name = "host";
+    host.type = NodeType::kComp;
+    host.is_cpu_op = true;
+    ASSERT_TRUE(write_trace(file(static_cast<int>(rank)), trace));
+
+    auto read = read_trace(file(static_cast<int>(rank)));
+    ASSERT_TRUE(read) << read.error().render();
+    ASSERT_EQ(read->nodes.size(), trace.nodes.size());
+    for (std::size_t i = 0; i < trace.nodes.size(); ++i) {
+      const Node& want = trace.nodes[i];
+      const Node& got = read->nodes[i];
+      SCOPED_TRACE(want.name);
+      EXPECT_EQ(got.id, want.id);
+      EXPECT_EQ(got.name, want.name);
+      EXPECT_EQ(got.type, want.type);
+      EXPECT_EQ(got.data_deps, want.data_deps);
+      EXPECT_EQ(got.duration_micros, want.duration_micros);
+      EXPECT_EQ(got.is_cpu_op, want.is_cpu_op);
+      EXPECT_EQ(got.comm_type, want.comm_type);
+      EXPECT_EQ(got.comm_size, want.comm_size);
+      EXPECT_EQ(got.comm_src, want.comm_src);
+      EXPECT_EQ(got.comm_dst, want.comm_dst);
+      EXPECT_EQ(got.comm_tag, want.comm_tag);
+      EXPECT_EQ(got.pg_name, want.pg_name);
+      EXPECT_EQ(got.involved_dim, want.involved_dim);
+      EXPECT_EQ(got.num_ops, want.num_ops);
+      EXPECT_EQ(got.tensor_size, want.tensor_size);
+    }
+  }
+  ASSERT_TRUE(write_comm_groups((dir_ / "groups.json").string(), {{"1", {0, 1}}}));
+  WorkloadOptions options;
+  options.prefix = prefix();
+  options.comm_groups = (dir_ / "groups.json").string();
+  options.dimensions = {2, 1};
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  ASSERT_EQ(loaded->programs.size(), 1U);  // both ranks share the graph
+  EXPECT_EQ(loaded->programs[0].ranks, (std::vector<std::uint32_t>{0, 1}));
+
+  EXPECT_EQ(write_trace((dir_ / "absent" / "t.0.et").string(), Trace{}).error().code, ErrorCode::kIo);
 }
 
 TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {

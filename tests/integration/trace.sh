@@ -103,17 +103,7 @@ print("ok   each detail level writes its tables, the same rows as the full trace
 PY
 
 # --- send and recv: a ring of four partitions -----------------------------------------------------
-cat > "$work/ring.mlir" <<'EOF'
-module @ring attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%arg0: tensor<65536xf32>) -> tensor<65536xf32> {
-    %t = stablehlo.create_token : !stablehlo.token
-    %s = "stablehlo.send"(%arg0, %t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (tensor<65536xf32>, !stablehlo.token) -> !stablehlo.token
-    %r:2 = "stablehlo.recv"(%s) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, is_host_transfer = false, source_target_pairs = dense<[[0, 1], [1, 2], [2, 3], [3, 0]]> : tensor<4x2xi64>} : (!stablehlo.token) -> (tensor<65536xf32>, !stablehlo.token)
-    %0 = stablehlo.add %r#0, %arg0 : tensor<65536xf32>
-    return %0 : tensor<65536xf32>
-  }
-}
-EOF
+cp "$root/tests/data/stablehlo/send_recv_ring.mlir" "$work/ring.mlir"
 printf 'hardware: A100_40GB\nworkload:\n  programs:\n    - file: ring.mlir\n  steps: 3\n' > "$work/ring.yaml"
 "$orrery" --log-level warn run "$work/ring.yaml" --trace "$work/ring1.h5" --detail transfers > /dev/null ||
   fail "send/recv run with --trace"

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `orrery convert ... --to chakra` (docs/chakra.md, "Writing traces"): the traces of a scenario,
+# run back through Orrery's Chakra reader on the same system, give the same communication time and
+# the same step time up to the rounding of kernel durations to whole microseconds (Chakra's
+# duration_micros): the default ResNet-50 scenario, a send/recv ring, and a collective_permute
+# ring with an all-reduce over two groups. Conversion is deterministic; bad invocations exit with
+# a message.
+set -uo pipefail
+orrery=$1
+root=$2
+source "$(dirname "$0")/expect.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python=/usr/bin/python3
+
+# round_trip NAME SCENARIO [--set ...]: converts, runs both, compares the summaries.
+round_trip() {
+  local name=$1 scenario=$2
+  shift 2
+  "$orrery" --log-level warn convert "$scenario" --to chakra --out "$work/$name" "$@" > "$work/$name.convert.txt" ||
+    { fail "$name: convert"; cat "$work/$name.convert.txt"; return; }
+  "$orrery" --log-level warn run "$scenario" "$@" --summary-json "$work/$name.direct.json" > /dev/null ||
+    { fail "$name: run"; return; }
+  local groups=()
+  [[ -f "$work/$name.comm_groups.json" ]] && groups=(--set "workload.chakra.comm_groups=$work/$name.comm_groups.json")
+  "$orrery" --log-level warn run "$scenario" "$@" --set 'workload.programs=[]' --set "workload.chakra.prefix=$work/$name" \
+    "${groups[@]}" --summary-json "$work/$name.chakra.json" > /dev/null || { fail "$name: run the converted traces"; return; }
+  "$python" - "$work/$name.direct.json" "$work/$name.chakra.json" "$name" <<'PY' || fail "$name: round trip"
+import json, sys
+direct, chakra, name = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+error = chakra["step_time_s"] / direct["step_time_s"] - 1
+print(f"ok   {name}: step {direct['step_time_s'] * 1e3:.4f} ms as StableHLO, {chakra['step_time_s'] * 1e3:.4f} ms "
+      f"from its Chakra traces ({100 * error:+.2f}%)")
+assert direct["ranks"] == chakra["ranks"]
+assert abs(chakra["comm_s"] - direct["comm_s"]) <= 1e-12 + 1e-6 * direct["comm_s"], (direct["comm_s"], chakra["comm_s"])
+# Rounding each kernel to whole microseconds moves it by at most 0.5 us.
+assert abs(chakra["step_time_s"] - direct["step_time_s"]) <= 0.01 * direct["step_time_s"] + 2e-6, error
+PY
+}
+
+round_trip resnet50 "$root/configs/scenarios/default.yaml"
+grep -q "compute per step, summed over ranks" "$work/resnet50.convert.txt" || fail "convert reports the rounding"
+"$python" -c "import json; g = json.load(open('$work/resnet50.comm_groups.json')); assert g == {'1': [0, 1, 2, 3]}, g" ||
+  fail "communicator groups of the default scenario"
+
+cp "$root/tests/data/stablehlo/send_recv_ring.mlir" "$work/ring.mlir"
+cp "$root/tests/data/stablehlo/permute_grouped_all_reduce.mlir" "$work/permute.mlir"
+for program in ring permute; do
+  printf 'hardware: H100\nworkload:\n  programs:\n    - file: %s.mlir\n' "$program" > "$work/$program.yaml"
+  round_trip "$program" "$work/$program.yaml"
+done
+"$python" -c "import json; g = json.load(open('$work/permute.comm_groups.json')); assert g == {'1': [0, 2], '2': [1, 3]}, g" ||
+  fail "communicator groups of the two all-reduce groups"
+
+# A StableHLO file converts as a one-program scenario; the same program gives the same bytes.
+"$orrery" --log-level warn convert "$work/permute.mlir" --to chakra --out "$work/direct" --set hardware=H100 > /dev/null ||
+  fail "convert a StableHLO file"
+for r in 0 1 2 3; do
+  cmp -s "$work/direct.$r.et" "$work/permute.$r.et" || fail "rank $r: the file and its scenario give different traces"
+done
+"$orrery" --log-level warn convert "$root/configs/scenarios/default.yaml" --to chakra --out "$work/again" > /dev/null
+for r in 0 1 2 3; do
+  cmp -s "$work/again.$r.et" "$work/resnet50.$r.et" || fail "rank $r: converting twice gives different traces"
+done
+echo "ok   conversion is deterministic; a program file converts as its scenario"
+
+# Bad invocations.
+expect "unknown format" 2 "--to hlo: the only output format is chakra" -- \
+  "$orrery" convert "$work/ring.yaml" --to hlo --out "$work/x"
+expect "missing output directory" 2 "directory '$work/absent' does not exist" -- \
+  "$orrery" convert "$work/ring.yaml" --to chakra --out "$work/absent/x"
+expect "missing input" 2 "error: $work/absent.mlir: workload.programs[0].file: cannot open" -- \
+  "$orrery" convert "$work/absent.mlir" --to chakra --out "$work/x"
+printf 'workload:\n  chakra: {prefix: %s}\n' "$work/ring" > "$work/chakra.yaml"
+expect "input already Chakra" 2 "the workload is already Chakra traces" -- \
+  "$orrery" convert "$work/chakra.yaml" --to chakra --out "$work/x"
+expect "bad override" 2 "hardware" -- \
+  "$orrery" convert "$work/ring.yaml" --to chakra --out "$work/x" --set hardware=NoSuchGPU
+
+exit $((failures > 0))
