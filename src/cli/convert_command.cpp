@@ -140,6 +140,7 @@ class Converter {
       n.name = suffix.empty() ? shared.names[exec] : shared.names[exec] + suffix;
       n.type = type;
       for (const std::uint32_t dep : shared.deps[exec]) {
+        ORRERY_ASSERT(dep < exec, "exec ops are in a topological order (exec_graph.h)");
         n.data_deps.insert(n.data_deps.end(), ids[dep].begin(), ids[dep].end());
       }
       ids[exec].push_back(n.id);
