@@ -27,8 +27,6 @@ namespace {
 
 namespace chakra = frontend::chakra;
 
-constexpr std::int64_t kPermuteTagBase = std::int64_t{1} << 40;  // above every StableHLO channel handle
-
 struct ConvertStatistics {
   std::uint64_t nodes = 0;
   std::uint64_t exact_ps = 0;    // compute time as costed, per step, summed over ranks
@@ -62,9 +60,17 @@ class Converter {
         const system::ExecKind kind = model.graph().op(i).kind;
         if (kind == system::ExecKind::kSend || kind == system::ExecKind::kRecv) {
           (kind == system::ExecKind::kSend ? sender_ : receiver_).emplace(model.peer(i).channel, p);
+          tag_of_channel_.emplace(model.peer(i).channel, 0);
         }
       }
     }
+    // Tags are int32 in ASTRA-sim: channels are numbered densely in handle order, and each
+    // permute takes the number of channels plus its position in its program's collective order.
+    std::int64_t next = 0;
+    for (auto& entry : tag_of_channel_) {
+      entry.second = next++;
+    }
+    permute_tag_base_ = next;
   }
 
   [[nodiscard]] std::uint32_t ranks() const { return ranks_; }
@@ -196,7 +202,7 @@ class Converter {
           const system::ProgramModel& remote = *programs_[(send ? receiver_ : sender_).at(peer.channel)];
           chakra::Node& n = add(i, send ? chakra::NodeType::kSend : chakra::NodeType::kRecv);
           n.comm_size = peer.bytes;
-          n.comm_tag = peer.channel;
+          n.comm_tag = tag_of_channel_.at(peer.channel);
           (send ? n.comm_dst : n.comm_src) = remote.global_rank(other);
           break;
         }
@@ -211,7 +217,7 @@ class Converter {
   template <class Add, class Idle>
   void permute(const system::ProgramModel& model, std::uint32_t exec, std::uint32_t d,
                const system::CollectiveInfo& info, const Add& add, const Idle& idle) const {
-    const std::int64_t tag = kPermuteTagBase + model.graph().op(exec).ordinal;
+    const std::int64_t tag = permute_tag_base_ + model.graph().op(exec).ordinal;
     bool any = false;
     for (const auto& [source, target] : info.pairs) {
       if (source == d && target != d) {
@@ -241,6 +247,8 @@ class Converter {
   std::uint32_t ranks_ = 0;
   std::map<std::int64_t, std::uint32_t> sender_;    // channel -> program
   std::map<std::int64_t, std::uint32_t> receiver_;  // channel -> program
+  std::map<std::int64_t, std::int64_t> tag_of_channel_;
+  std::int64_t permute_tag_base_ = 0;
   std::map<std::vector<std::uint32_t>, std::string> group_ids_;
   std::map<std::string, std::vector<std::uint32_t>> groups_by_id_;
   ConvertStatistics statistics_;

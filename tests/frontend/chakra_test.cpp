@@ -3,11 +3,13 @@
 // load_workload builds (ranks that share a graph, durations, groups, point-to-point channels).
 #include <gtest/gtest.h>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "et_def.pb.h"
 #include "frontend/chakra/trace.h"
@@ -441,7 +443,7 @@ TEST_F(ChakraTest, WrittenTracesReadBackNodeForNode) {
     send.data_deps = {1};
     send.comm_size = 64;
     send.comm_dst = 1 - rank;
-    send.comm_tag = (std::int64_t{1} << 40) + 3;
+    send.comm_tag = 7;
     Node& recv = trace.nodes.emplace_back();
     recv.id = 3;
     recv.name = "recv";
@@ -492,6 +494,51 @@ TEST_F(ChakraTest, WrittenTracesReadBackNodeForNode) {
   EXPECT_EQ(loaded->programs[0].ranks, (std::vector<std::uint32_t>{0, 1}));
 
   EXPECT_EQ(write_trace((dir_ / "absent" / "t.0.et").string(), Trace{}).error().code, ErrorCode::kIo);
+
+  // The attributes are written in the widths ASTRA-sim's feeder reads.
+  std::ifstream in(file(0), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  google::protobuf::io::ArrayInputStream raw(bytes.data(), static_cast<int>(bytes.size()));
+  google::protobuf::io::CodedInputStream coded(&raw);
+  std::map<std::string, pb::AttributeProto::ValueCase> widths;
+  for (int message = 0;; ++message) {
+    std::uint64_t length = 0;
+    if (!coded.ReadVarint64(&length)) {
+      break;
+    }
+    const auto limit = coded.PushLimit(static_cast<int>(length));
+    if (message == 0) {
+      pb::GlobalMetadata metadata;
+      ASSERT_TRUE(metadata.ParseFromCodedStream(&coded));
+    } else {
+      pb::Node node;
+      ASSERT_TRUE(node.ParseFromCodedStream(&coded));
+      for (const pb::AttributeProto& a : node.attr()) {
+        widths[a.name()] = a.value_case();
+      }
+    }
+    coded.PopLimit(limit);
+  }
+  using V = pb::AttributeProto::ValueCase;
+  EXPECT_EQ(widths.at("is_cpu_op"), V::kBoolVal);
+  EXPECT_EQ(widths.at("num_ops"), V::kInt64Val);
+  EXPECT_EQ(widths.at("tensor_size"), V::kUint64Val);
+  EXPECT_EQ(widths.at("comm_type"), V::kInt64Val);
+  EXPECT_EQ(widths.at("comm_size"), V::kInt64Val);
+  EXPECT_EQ(widths.at("comm_src"), V::kInt32Val);
+  EXPECT_EQ(widths.at("comm_dst"), V::kInt32Val);
+  EXPECT_EQ(widths.at("comm_tag"), V::kInt32Val);
+  EXPECT_EQ(widths.at("pg_name"), V::kStringVal);
+  EXPECT_EQ(widths.at("involved_dim"), V::kBoolList);
+
+  Trace wide;
+  Node& send = wide.nodes.emplace_back();
+  send.type = NodeType::kSend;
+  send.comm_tag = std::int64_t{1} << 40;
+  auto refused = write_trace(file(0), wide);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("does not fit the int32 ASTRA-sim reads"), std::string::npos)
+      << refused.error().message;
 }
 
 TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {

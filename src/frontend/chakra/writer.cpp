@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include "et_def.pb.h"
 
@@ -44,6 +45,8 @@ Result<bool> write_file(const std::string& path, const std::string& bytes) {
   return true;
 }
 
+Error invalid(std::string message) { return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}}; }
+
 }  // namespace
 
 std::string trace_file(const std::string& prefix, std::uint32_t rank) { return fmt::format("{}.{}.et", prefix, rank); }
@@ -65,9 +68,7 @@ Result<bool> write_trace(const std::string& path, const Trace& trace) {
     if (n.duration_micros) {
       message.set_duration_micros(*n.duration_micros);
     }
-    if (n.is_cpu_op) {
-      attribute(message, "is_cpu_op").set_bool_val(true);
-    }
+    attribute(message, "is_cpu_op").set_bool_val(n.is_cpu_op);
     if (n.comm_type) {
       attribute(message, "comm_type").set_int64_val(static_cast<std::int64_t>(*n.comm_type));
     }
@@ -81,7 +82,11 @@ Result<bool> write_trace(const std::string& path, const Trace& trace) {
       attribute(message, "comm_dst").set_int32_val(static_cast<std::int32_t>(*n.comm_dst));
     }
     if (n.comm_tag) {
-      attribute(message, "comm_tag").set_int64_val(*n.comm_tag);
+      if (*n.comm_tag < std::numeric_limits<std::int32_t>::min() || *n.comm_tag > std::numeric_limits<std::int32_t>::max()) {
+        return invalid(fmt::format("{}: node {} ('{}'): comm_tag {} does not fit the int32 ASTRA-sim reads", path, n.id,
+                                   n.name, *n.comm_tag));
+      }
+      attribute(message, "comm_tag").set_int32_val(static_cast<std::int32_t>(*n.comm_tag));
     }
     if (n.pg_name) {
       attribute(message, "pg_name").set_string_val(*n.pg_name);
@@ -93,7 +98,7 @@ Result<bool> write_trace(const std::string& path, const Trace& trace) {
       }
     }
     if (n.num_ops) {
-      attribute(message, "num_ops").set_uint64_val(*n.num_ops);
+      attribute(message, "num_ops").set_int64_val(static_cast<std::int64_t>(*n.num_ops));
     }
     if (n.tensor_size) {
       attribute(message, "tensor_size").set_uint64_val(*n.tensor_size);

@@ -13,9 +13,11 @@
 
 namespace orrery::frontend::chakra {
 
-// Writes `trace.nodes` to `path` with their id, name, type, data_deps, duration_micros and the
-// attributes that are set (is_cpu_op when true, comm_type, comm_size, comm_src, comm_dst, comm_tag,
-// pg_name, involved_dim, num_ops, tensor_size). Errors: kIo naming the path.
+// Writes `trace.nodes` to `path` with their id, name, type, data_deps, duration_micros, is_cpu_op
+// and the attributes that are set, each in the width ASTRA-sim reads (../shared/reference/
+// chakra-et.md): comm_type, comm_size and num_ops int64, comm_src, comm_dst and comm_tag int32,
+// tensor_size uint64, pg_name string, involved_dim bool list. Errors: kIo naming the path;
+// kInvalidInput for a comm_tag outside int32.
 Result<bool> write_trace(const std::string& path, const Trace& trace);
 
 // {"group id": [ranks]} for ASTRA-sim's --comm-group-configuration and workload.chakra.comm_groups.
