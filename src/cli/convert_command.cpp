@@ -1,5 +1,6 @@
 // `orrery convert INPUT --to chakra --out PREFIX [--set key=value]...`: writes the per-rank
-// Chakra execution traces of what `orrery run` would simulate (docs/chakra.md, "Writing traces").
+// Chakra execution traces of what `orrery run` would simulate (docs/chakra.md, "Writing traces");
+// under mpirun the processes share the ranks' files.
 // INPUT is a scenario (.yaml / .yml) or a StableHLO program, which runs as a scenario whose
 // workload is that one program (the scenario defaults and --set apply). Each program is costed
 // and lowered to its execution graph exactly as a run does it (fusion, collective combining,
@@ -7,14 +8,17 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/mpi_command.h"
 #include "cli/scenario_runner.h"
 #include "config/loader.h"
 #include "frontend/chakra/writer.h"
@@ -71,25 +75,51 @@ class Converter {
       entry.second = next++;
     }
     permute_tag_base_ = next;
+    // Group ids in order of first use (program, exec op, group), whichever ranks a process writes.
+    for (const auto& model : programs_) {
+      for (const std::uint32_t i : model->graph().collectives()) {
+        const system::CollectiveInfo& info = model->collective(i);
+        if (info.kind == system::CollectiveKind::kPermute) {
+          continue;
+        }
+        for (const auto& group : model->group_set(info.group_set).groups) {
+          std::vector<std::uint32_t> ranks;
+          for (const std::uint32_t local : group) {
+            ranks.push_back(model->global_rank(local));
+          }
+          std::sort(ranks.begin(), ranks.end());
+          if (group_ids_.try_emplace(ranks, std::to_string(group_ids_.size() + 1)).second) {
+            groups_by_id_.emplace(std::to_string(group_ids_.size()), ranks);
+          }
+        }
+      }
+    }
   }
 
   [[nodiscard]] std::uint32_t ranks() const { return ranks_; }
   [[nodiscard]] const ConvertStatistics& statistics() const { return statistics_; }
   [[nodiscard]] const std::map<std::string, std::vector<std::uint32_t>>& comm_groups() const { return groups_by_id_; }
 
-  // Writes every rank's trace; ranks no program runs get an empty trace.
-  void write_all() {
-    std::vector<bool> written(ranks_, false);
+  // Writes the traces of the ranks r with r % processes == process (every rank, for one
+  // process); ranks no program runs get an empty trace.
+  void write_share(std::uint32_t process, std::uint32_t processes) {
+    const auto mine = [&](std::uint32_t rank) { return rank % processes == process; };
+    std::vector<bool> run(ranks_, false);
     for (std::uint32_t p = 0; p < programs_.size(); ++p) {
       const system::ProgramModel& model = *programs_[p];
-      const Shared shared = share(model);
+      std::optional<Shared> shared;
       for (std::uint32_t d = 0; d < model.devices(); ++d) {
-        write(model, shared, d);
-        written[model.global_rank(d)] = true;
+        run[model.global_rank(d)] = true;
+        if (mine(model.global_rank(d))) {
+          if (!shared) {
+            shared = share(model);
+          }
+          write(model, *shared, d);
+        }
       }
     }
     for (std::uint32_t r = 0; r < ranks_; ++r) {
-      if (!written[r]) {
+      if (!run[r] && mine(r)) {
         check(chakra::write_trace(chakra::trace_file(prefix_, r), chakra::Trace{}));
       }
     }
@@ -126,13 +156,9 @@ class Converter {
     }
   }
 
-  std::string group_id(std::vector<std::uint32_t> ranks) {
+  [[nodiscard]] const std::string& group_id(std::vector<std::uint32_t> ranks) const {
     std::sort(ranks.begin(), ranks.end());
-    const auto [it, inserted] = group_ids_.try_emplace(ranks, std::to_string(group_ids_.size() + 1));
-    if (inserted) {
-      groups_by_id_.emplace(it->second, ranks);
-    }
-    return it->second;
+    return group_ids_.at(ranks);
   }
 
   void write(const system::ProgramModel& model, const Shared& shared, std::uint32_t d) {
@@ -266,45 +292,77 @@ struct ConvertArguments {
   std::vector<std::string> overrides;
 };
 
-// `scenario_name`: set to the name of the scenario text made for a program input.
-int convert(const ConvertArguments& arguments, std::string& scenario_name) {
+// Loads the scenario: a scenario file, or a program as a one-program scenario (`scenario_name` is
+// then set to the name of the text made for it).
+config::Scenario load_input(const ConvertArguments& arguments, std::string& scenario_name) {
   const std::string& input = arguments.input;
-  config::Scenario scenario;
   if (is_scenario(input)) {
-    scenario = config::load_scenario(input, arguments.overrides);
-  } else {
-    // A program: the scenario text names it and nothing else, so an error located in that text
-    // is about the program file (its own parse errors are located in it).
-    const std::string name = fmt::format("the scenario of {}", input);
-    scenario_name = name;
-    scenario = config::load_scenario_text(
-        fmt::format("workload:\n  programs:\n    - file: \"{}\"\n",
-                    std::filesystem::absolute(input).lexically_normal().string()),
-        name, arguments.overrides);
+    return config::load_scenario(input, arguments.overrides);
   }
-  if (!scenario.workload.chakra.prefix.empty()) {
-    throw OrreryError(ErrorCode::kConfig, fmt::format("{}: the workload is already Chakra traces", input));
-  }
-  if (const std::filesystem::path parent = std::filesystem::path(arguments.out).parent_path();
-      !parent.empty() && !std::filesystem::is_directory(parent)) {
-    throw OrreryError(ErrorCode::kIo,
-                      fmt::format("--out {}: directory '{}' does not exist", arguments.out, parent.string()));
-  }
-  RunResult result;
-  const system::SimulationInput simulation = prepare_simulation(scenario, result);
-  for (const std::string& warning : result.warnings) {
-    std::fprintf(stderr, "orrery: warning: %s\n", warning.c_str());
-  }
-  const auto programs = system::build_program_models(simulation);
-  Converter converter(programs, arguments.out);
-  converter.write_all();
-  const std::string groups = arguments.out + ".comm_groups.json";
-  if (!converter.comm_groups().empty()) {
-    if (auto wrote = chakra::write_comm_groups(groups, converter.comm_groups()); !wrote) {
-      throw OrreryError(wrote.error());
+  // A program: the scenario text names it and nothing else, so an error located in that text is
+  // about the program file (its own parse errors are located in it).
+  scenario_name = fmt::format("the scenario of {}", input);
+  return config::load_scenario_text(fmt::format("workload:\n  programs:\n    - file: \"{}\"\n",
+                                                std::filesystem::absolute(input).lexically_normal().string()),
+                                    scenario_name, arguments.overrides);
+}
+
+// Every process builds the programs; process p writes the traces of ranks r = p mod P, so the
+// files are the same for any process count. Set-up and writing errors are agreed collectively.
+int convert(const ConvertArguments& arguments, pdes::Communicator& communicator, std::string& scenario_name) {
+  const bool first = communicator.rank() == 0;
+  config::Scenario scenario;
+  system::SimulationInput simulation;
+  std::vector<std::unique_ptr<system::ProgramModel>> programs;
+  pdes::run_collectively(communicator, [&] {
+    if (arguments.to != "chakra") {
+      throw OrreryError(ErrorCode::kConfig, fmt::format("--to {}: the only output format is chakra", arguments.to));
     }
+    scenario = load_input(arguments, scenario_name);
+    if (!scenario.workload.chakra.prefix.empty()) {
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("{}: the workload is already Chakra traces", arguments.input));
+    }
+    if (const std::filesystem::path parent = std::filesystem::path(arguments.out).parent_path();
+        !parent.empty() && !std::filesystem::is_directory(parent)) {
+      throw OrreryError(ErrorCode::kIo,
+                        fmt::format("--out {}: directory '{}' does not exist", arguments.out, parent.string()));
+    }
+    RunResult result;
+    simulation = prepare_simulation(scenario, result);
+    simulation.scenario = &scenario;
+    if (first) {
+      for (const std::string& warning : result.warnings) {
+        std::fprintf(stderr, "orrery: warning: %s\n", warning.c_str());
+      }
+    }
+    programs = system::build_program_models(simulation);
+  });
+  Converter converter(programs, arguments.out);
+  const std::string groups = arguments.out + ".comm_groups.json";
+  pdes::run_collectively(communicator, [&] {
+    converter.write_share(communicator.rank(), communicator.size());
+    if (first && !converter.comm_groups().empty()) {
+      if (auto wrote = chakra::write_comm_groups(groups, converter.comm_groups()); !wrote) {
+        throw OrreryError(wrote.error());
+      }
+    }
+  });
+  // The statistics of every process's ranks, summed.
+  const ConvertStatistics& mine = converter.statistics();
+  pdes::ByteBuffer bytes(sizeof(ConvertStatistics));
+  std::memcpy(bytes.data(), &mine, sizeof(ConvertStatistics));
+  ConvertStatistics s;
+  for (const pdes::ByteBuffer& theirs : communicator.allgather(bytes)) {
+    ConvertStatistics one;
+    std::memcpy(&one, theirs.data(), sizeof(ConvertStatistics));
+    s.nodes += one.nodes;
+    s.exact_ps += one.exact_ps;
+    s.written_ps += one.written_ps;
   }
-  const ConvertStatistics& s = converter.statistics();
+  if (!first) {
+    return 0;
+  }
   std::printf("wrote %u rank traces %s.{0..%u}.et (%llu nodes)", converter.ranks(), arguments.out.c_str(),
               converter.ranks() - 1, static_cast<unsigned long long>(s.nodes));
   if (!converter.comm_groups().empty()) {
@@ -322,7 +380,7 @@ int convert(const ConvertArguments& arguments, std::string& scenario_name) {
 
 }  // namespace
 
-Action register_convert(CLI::App& app, const GlobalOptions& /*global*/) {
+Action register_convert(CLI::App& app, const GlobalOptions& global) {
   auto arguments = std::make_shared<ConvertArguments>();
   auto* command = app.add_subcommand(
       "convert", "Write the per-rank Chakra traces of a scenario or a StableHLO program, as `run` would simulate it.");
@@ -332,21 +390,25 @@ Action register_convert(CLI::App& app, const GlobalOptions& /*global*/) {
       ->required();
   command->add_option("--set", arguments->overrides, "Override a scenario key: dotted.key=value (repeatable)")
       ->allow_extra_args(false);
-  return [arguments]() {
-    if (arguments->to != "chakra") {
-      throw OrreryError(ErrorCode::kConfig, fmt::format("--to {}: the only output format is chakra", arguments->to));
-    }
-    std::string scenario_name;
-    try {
-      return convert(*arguments, scenario_name);
-    } catch (const OrreryError& error) {
-      Error located = error.error();
-      if (!scenario_name.empty() && located.where && located.where->file == scenario_name) {
+  return [arguments, &global]() {
+    return run_with_mpi(global, [&](pdes::Communicator& communicator) {
+      std::string scenario_name;
+      try {
+        return convert(*arguments, communicator, scenario_name);
+      } catch (const OrreryError& error) {
+        Error located = error.error();
+        if (scenario_name.empty() || !located.where || located.where->file != scenario_name) {
+          throw;
+        }
         located.where.reset();
         located.message = fmt::format("{}: {}", arguments->input, located.message);
+        OrreryError relocated(std::move(located));
+        if (error.coordinated()) {
+          relocated.mark_coordinated();
+        }
+        throw relocated;
       }
-      throw OrreryError(std::move(located));
-    }
+    });
   };
 }
 

@@ -3,11 +3,13 @@
 # run back through Orrery's Chakra reader on the same system, give the same communication time and
 # the same step time up to the rounding of kernel durations to whole microseconds (Chakra's
 # duration_micros): the default ResNet-50 scenario, a send/recv ring, and a collective_permute
-# ring with an all-reduce over two groups. Conversion is deterministic; bad invocations exit with
-# a message.
+# ring with an all-reduce over two groups. Conversion is deterministic, and under mpirun -np 2
+# (the processes share the ranks' files) writes the same bytes; bad invocations exit with a
+# message, also in parallel.
 set -uo pipefail
 orrery=$1
-root=$2
+mpirun=$2
+root=$3
 source "$(dirname "$0")/expect.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -62,7 +64,15 @@ done
 for r in 0 1 2 3; do
   cmp -s "$work/again.$r.et" "$work/resnet50.$r.et" || fail "rank $r: converting twice gives different traces"
 done
-echo "ok   conversion is deterministic; a program file converts as its scenario"
+timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn convert "$root/configs/scenarios/default.yaml" --to chakra \
+  --out "$work/np2" > "$work/np2.txt" || fail "convert under mpirun -np 2"
+for r in 0 1 2 3; do
+  cmp -s "$work/np2.$r.et" "$work/resnet50.$r.et" || fail "rank $r: -np 2 writes a different trace than -np 1"
+done
+cmp -s "$work/np2.comm_groups.json" "$work/resnet50.comm_groups.json" || fail "-np 2 writes different groups"
+[[ $(grep -c "^wrote 4 rank traces" "$work/np2.txt") == 1 ]] || fail "-np 2 reports once"
+cmp -s <(tail -1 "$work/np2.txt") <(tail -1 "$work/resnet50.convert.txt") || fail "-np 2 sums the statistics"
+echo "ok   conversion is deterministic and the same under -np 2; a program file converts as its scenario"
 
 # Bad invocations.
 expect "unknown format" 2 "--to hlo: the only output format is chakra" -- \
@@ -76,5 +86,7 @@ expect "input already Chakra" 2 "the workload is already Chakra traces" -- \
   "$orrery" convert "$work/chakra.yaml" --to chakra --out "$work/x"
 expect "bad override" 2 "hardware" -- \
   "$orrery" convert "$work/ring.yaml" --to chakra --out "$work/x" --set hardware=NoSuchGPU
+expect "missing input under -np 2" 2 "cannot open" -- \
+  "$mpirun" -np 2 "$orrery" convert "$work/absent.mlir" --to chakra --out "$work/x"
 
 exit $((failures > 0))
