@@ -119,6 +119,8 @@ const char* comm_type_name(CommType type) {
   return "?";
 }
 
+std::string trace_file(const std::string& prefix, std::uint32_t rank) { return fmt::format("{}.{}.et", prefix, rank); }
+
 std::string describe_node(const Trace& trace, const Node& node) {
   return fmt::format("{}: node {} (id {}, '{}') at byte {}", trace.path, node.index, node.id, node.name, node.offset);
 }

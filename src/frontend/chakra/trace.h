@@ -74,6 +74,9 @@ struct Trace {
   std::vector<Node> nodes;
 };
 
+// A rank's file: `<prefix>.<rank>.et`.
+std::string trace_file(const std::string& prefix, std::uint32_t rank);
+
 // Reads one rank's trace. Errors: kIo (cannot read), kInvalidInput (malformed or inconsistent).
 Result<Trace> read_trace(const std::string& path);
 

@@ -22,7 +22,6 @@ namespace {
 Error invalid(std::string message) { return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}}; }
 Error unsupported(std::string message) { return Error{ErrorCode::kUnsupported, std::move(message), std::nullopt, {}}; }
 
-std::string trace_path(const std::string& prefix, std::uint32_t rank) { return fmt::format("{}.{}.et", prefix, rank); }
 
 // "0-3,8" for messages.
 std::string rank_list(std::vector<std::uint32_t> ranks) {
@@ -271,7 +270,7 @@ class Builder {
   Result<bool> read_ranks(std::vector<std::string>& warnings) {
     std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_signature;
     for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
-      auto read = read_trace(trace_path(options_.prefix, rank));
+      auto read = read_trace(trace_file(options_.prefix, rank));
       if (!read) {
         return read.error();
       }
@@ -383,7 +382,7 @@ class Builder {
     if (d == 0) {
       return describe_node(g.trace, n);
     }
-    return fmt::format("{}: node {} (the graph of {}, where it is id {}, '{}')", trace_path(options_.prefix, g.ranks[d]),
+    return fmt::format("{}: node {} (the graph of {}, where it is id {}, '{}')", trace_file(options_.prefix, g.ranks[d]),
                        n.index, g.trace.path, n.id, n.name);
   }
 
@@ -685,8 +684,8 @@ class Builder {
           return unsupported(fmt::format(
               "{}: the collective's group (ranks {}) mixes ranks whose traces differ (rank {} runs {}, rank {} runs {}); "
               "Orrery matches a collective within ranks that share one graph",
-              describe_for_rank(g, d, n), rank_list(members.value()), g.ranks[d], trace_path(options_.prefix, g.ranks[d]),
-              m, trace_path(options_.prefix, m)));
+              describe_for_rank(g, d, n), rank_list(members.value()), g.ranks[d], trace_file(options_.prefix, g.ranks[d]),
+              m, trace_file(options_.prefix, m)));
         }
         local.push_back(local_of_[m]);
       }
@@ -810,13 +809,13 @@ class Builder {
 Result<Workload> load_workload(const WorkloadOptions& options) {
   std::uint32_t ranks = options.ranks;
   if (ranks == 0) {
-    while (std::filesystem::exists(trace_path(options.prefix, ranks))) {
+    while (std::filesystem::exists(trace_file(options.prefix, ranks))) {
       ++ranks;
     }
     if (ranks == 0) {
       return Error{ErrorCode::kIo,
                    fmt::format("{}: no Chakra trace (the first rank's file would be {})", options.prefix,
-                               trace_path(options.prefix, 0)),
+                               trace_file(options.prefix, 0)),
                    std::nullopt,
                    {}};
     }

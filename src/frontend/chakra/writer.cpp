@@ -49,8 +49,6 @@ Error invalid(std::string message) { return Error{ErrorCode::kInvalidInput, std:
 
 }  // namespace
 
-std::string trace_file(const std::string& prefix, std::uint32_t rank) { return fmt::format("{}.{}.et", prefix, rank); }
-
 Result<bool> write_trace(const std::string& path, const Trace& trace) {
   std::string bytes;
   pb::GlobalMetadata metadata;

@@ -23,7 +23,4 @@ Result<bool> write_trace(const std::string& path, const Trace& trace);
 // {"group id": [ranks]} for ASTRA-sim's --comm-group-configuration and workload.chakra.comm_groups.
 Result<bool> write_comm_groups(const std::string& path, const std::map<std::string, std::vector<std::uint32_t>>& groups);
 
-// `<prefix>.<rank>.et`
-std::string trace_file(const std::string& prefix, std::uint32_t rank);
-
 }  // namespace orrery::frontend::chakra
