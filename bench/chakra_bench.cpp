@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   }
   const fs::path dir = fs::temp_directory_path() / ("orrery_chakra_bench_" + std::to_string(::getpid()));
   std::printf("trace %s: %.2f MB per rank\n\n", trace.c_str(), static_cast<double>(file_bytes) / 1e6);
-  std::printf("| ranks | trace bytes | programs | ops | load wall s | load CPU s | decoded MB/s | ranks/s | heap held MB |\n");
+  std::printf(
+      "| ranks | trace bytes | programs | ops | load wall s | load CPU s | decoded MB/s | ranks/s | heap "
+      "held MB |\n");
   std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const std::uint32_t ranks : rank_counts) {
     fs::remove_all(dir);
@@ -97,8 +99,9 @@ int main(int argc, char** argv) {
       best_cpu = std::min(best_cpu, cpu);
     }
     const double bytes = static_cast<double>(file_bytes) * ranks;
-    std::printf("| %u | %.1f MB | %zu | %zu | %.3f | %.3f | %.0f | %.0f | %.1f |\n", ranks, bytes / 1e6, programs, ops,
-                best_wall, best_cpu, bytes / 1e6 / best_wall, ranks / best_wall, static_cast<double>(held) / 1e6);
+    std::printf("| %u | %.1f MB | %zu | %zu | %.3f | %.3f | %.0f | %.0f | %.1f |\n", ranks, bytes / 1e6,
+                programs, ops, best_wall, best_cpu, bytes / 1e6 / best_wall, ranks / best_wall,
+                static_cast<double>(held) / 1e6);
     std::fflush(stdout);
   }
   fs::remove_all(dir);

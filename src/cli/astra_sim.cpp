@@ -192,8 +192,9 @@ Error attributed_to_astra_sim(Error error, const AstraSimScenario& scenario, con
     const std::pair<std::string, std::string>* best = nullptr;
     for (const auto& entry : scenario.origins) {
       const std::string& key = entry.first;
-      if (text.size() > key.size() && text.compare(0, key.size(), key) == 0 &&
-          (text[key.size()] == ':' || text[key.size()] == '.' || text[key.size()] == ' ') && (best == nullptr || key.size() > best->first.size())) {
+      const bool starts = text.size() > key.size() && text.compare(0, key.size(), key) == 0 &&
+                          (text[key.size()] == ':' || text[key.size()] == '.' || text[key.size()] == ' ');
+      if (starts && (best == nullptr || key.size() > best->first.size())) {
         best = &entry;
       }
     }

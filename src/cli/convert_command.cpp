@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -40,12 +40,18 @@ struct ConvertStatistics {
 // The Chakra collective of a collective (collective_permute is written as sends and recvs).
 chakra::CommType comm_type(system::CollectiveKind kind) {
   switch (kind) {
-    case system::CollectiveKind::kAllReduce: return chakra::CommType::kAllReduce;
-    case system::CollectiveKind::kAllGather: return chakra::CommType::kAllGather;
-    case system::CollectiveKind::kReduceScatter: return chakra::CommType::kReduceScatter;
-    case system::CollectiveKind::kAllToAll: return chakra::CommType::kAllToAll;
-    case system::CollectiveKind::kBroadcast: return chakra::CommType::kBroadcast;
-    case system::CollectiveKind::kPermute: break;
+    case system::CollectiveKind::kAllReduce:
+      return chakra::CommType::kAllReduce;
+    case system::CollectiveKind::kAllGather:
+      return chakra::CommType::kAllGather;
+    case system::CollectiveKind::kReduceScatter:
+      return chakra::CommType::kReduceScatter;
+    case system::CollectiveKind::kAllToAll:
+      return chakra::CommType::kAllToAll;
+    case system::CollectiveKind::kBroadcast:
+      return chakra::CommType::kBroadcast;
+    case system::CollectiveKind::kPermute:
+      break;
   }
   ORRERY_ASSERT(false, "a permute is written as sends and recvs");
   return chakra::CommType::kAllReduce;
@@ -98,7 +104,9 @@ class Converter {
 
   [[nodiscard]] std::uint32_t ranks() const { return ranks_; }
   [[nodiscard]] const ConvertStatistics& statistics() const { return statistics_; }
-  [[nodiscard]] const std::map<std::string, std::vector<std::uint32_t>>& comm_groups() const { return groups_by_id_; }
+  [[nodiscard]] const std::map<std::string, std::vector<std::uint32_t>>& comm_groups() const {
+    return groups_by_id_;
+  }
 
   // Writes the traces of the ranks r with r % processes == process (every rank, for one
   // process); ranks no program runs get an empty trace.
@@ -140,9 +148,10 @@ class Converter {
     shared.deps.resize(graph.size());
     for (std::uint32_t i = 0; i < graph.size(); ++i) {
       const workload::OpId source = graph.op(i).source;
-      shared.names[i] = graph.op(i).kind == system::ExecKind::kCompute
-                            ? fmt::format("{} ({})", model.kernel_label(source), model.describe_op(source, lines))
-                            : model.describe_op(source, lines);
+      shared.names[i] =
+          graph.op(i).kind == system::ExecKind::kCompute
+              ? fmt::format("{} ({})", model.kernel_label(source), model.describe_op(source, lines))
+              : model.describe_op(source, lines);
       for (const std::uint32_t c : graph.consumers(i)) {
         shared.deps[c].push_back(i);
       }
@@ -166,7 +175,8 @@ class Converter {
     chakra::Trace trace;
     std::vector<std::vector<std::uint64_t>> ids(graph.size());  // the node ids of each exec op
     std::uint64_t next_id = 0;
-    const auto add = [&](std::uint32_t exec, chakra::NodeType type, const std::string& suffix = {}) -> chakra::Node& {
+    const auto add = [&](std::uint32_t exec, chakra::NodeType type,
+                         const std::string& suffix = {}) -> chakra::Node& {
       chakra::Node& n = trace.nodes.emplace_back();
       n.id = next_id++;
       n.name = suffix.empty() ? shared.names[exec] : shared.names[exec] + suffix;
@@ -211,7 +221,8 @@ class Converter {
           }
           chakra::Node& n = add(i, chakra::NodeType::kCollective);
           n.comm_type = type;
-          // comm_size is each rank's input (the reader's convention): an all-gather's plan size is its output.
+          // comm_size is each rank's input (the reader's convention): an all-gather's plan size is its
+          // output.
           n.comm_size = type == chakra::CommType::kAllGather ? info.bytes / members.size() : info.bytes;
           n.pg_name = group_id(std::move(members));
           break;
@@ -316,7 +327,8 @@ int convert(const ConvertArguments& arguments, pdes::Communicator& communicator,
   std::vector<std::unique_ptr<system::ProgramModel>> programs;
   pdes::run_collectively(communicator, [&] {
     if (arguments.to != "chakra") {
-      throw OrreryError(ErrorCode::kConfig, fmt::format("--to {}: the only output format is chakra", arguments.to));
+      throw OrreryError(ErrorCode::kConfig,
+                        fmt::format("--to {}: the only output format is chakra", arguments.to));
     }
     scenario = load_input(arguments, scenario_name);
     if (!scenario.workload.chakra.prefix.empty()) {
@@ -325,12 +337,11 @@ int convert(const ConvertArguments& arguments, pdes::Communicator& communicator,
     }
     if (const std::filesystem::path parent = std::filesystem::path(arguments.out).parent_path();
         !parent.empty() && !std::filesystem::is_directory(parent)) {
-      throw OrreryError(ErrorCode::kIo,
-                        fmt::format("--out {}: directory '{}' does not exist", arguments.out, parent.string()));
+      throw OrreryError(ErrorCode::kIo, fmt::format("--out {}: directory '{}' does not exist", arguments.out,
+                                                    parent.string()));
     }
     RunResult result;
     simulation = prepare_simulation(scenario, result);
-    simulation.scenario = &scenario;
     if (first) {
       for (const std::string& warning : result.warnings) {
         std::fprintf(stderr, "orrery: warning: %s\n", warning.c_str());
@@ -369,12 +380,13 @@ int convert(const ConvertArguments& arguments, pdes::Communicator& communicator,
     std::printf(" and %zu communicator group%s %s", converter.comm_groups().size(),
                 converter.comm_groups().size() == 1 ? "" : "s", groups.c_str());
   }
-  std::printf("\nhardware %s; compute per step, summed over ranks: %.6f s as costed, %.6f s in whole microseconds "
-              "(%+.3f%%)\n",
-              simulation.hardware.c_str(), static_cast<double>(s.exact_ps) * 1e-12,
-              static_cast<double>(s.written_ps) * 1e-12,
-              s.exact_ps == 0 ? 0.0
-                              : 100.0 * (static_cast<double>(s.written_ps) / static_cast<double>(s.exact_ps) - 1.0));
+  std::printf(
+      "\nhardware %s; compute per step, summed over ranks: %.6f s as costed, %.6f s in whole microseconds "
+      "(%+.3f%%)\n",
+      simulation.hardware.c_str(), static_cast<double>(s.exact_ps) * 1e-12,
+      static_cast<double>(s.written_ps) * 1e-12,
+      s.exact_ps == 0 ? 0.0
+                      : 100.0 * (static_cast<double>(s.written_ps) / static_cast<double>(s.exact_ps) - 1.0));
   return 0;
 }
 
@@ -383,7 +395,8 @@ int convert(const ConvertArguments& arguments, pdes::Communicator& communicator,
 Action register_convert(CLI::App& app, const GlobalOptions& global) {
   auto arguments = std::make_shared<ConvertArguments>();
   auto* command = app.add_subcommand(
-      "convert", "Write the per-rank Chakra traces of a scenario or a StableHLO program, as `run` would simulate it.");
+      "convert",
+      "Write the per-rank Chakra traces of a scenario or a StableHLO program, as `run` would simulate it.");
   command->add_option("input", arguments->input, "Scenario (.yaml) or StableHLO program")->required();
   command->add_option("--to", arguments->to, "Output format: chakra")->required();
   command->add_option("--out", arguments->out, "Output prefix: PREFIX.<rank>.et and PREFIX.comm_groups.json")

@@ -171,15 +171,15 @@ struct TraceRecord {
   std::vector<Link> links;
 };
 
-// Runs the simulation on `communicator` (every process calls it). Throws OrreryError for bad input
-// (naming the program, op and ranks) and for a deadlock (naming the blocked ranks and what each
-// waits for).
-// With `trace`, also records what its `detail` asks for (set `trace->detail` before the call).
 // Each program's model (execution graph, op durations, collectives) as a run builds it: the
 // scenario's branch rule and collective-combining threshold. Throws OrreryError naming a program
 // that is given the wrong number of ranks.
 std::vector<std::unique_ptr<ProgramModel>> build_program_models(const SimulationInput& input);
 
+// Runs the simulation on `communicator` (every process calls it). Throws OrreryError for bad input
+// (naming the program, op and ranks) and for a deadlock (naming the blocked ranks and what each
+// waits for).
+// With `trace`, also records what its `detail` asks for (set `trace->detail` before the call).
 RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& input, TraceRecord* trace = nullptr);
 
 }  // namespace orrery::system

@@ -20,7 +20,8 @@ namespace orrery::fuzz {
 
 inline void fuzz_chakra(std::string_view input) {
   namespace fs = std::filesystem;
-  static const fs::path dir = fs::temp_directory_path() / ("orrery_chakra_fuzz_" + std::to_string(::getpid()));
+  static const fs::path dir =
+      fs::temp_directory_path() / ("orrery_chakra_fuzz_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   const unsigned flags = input.empty() ? 0U : static_cast<unsigned char>(input[0]);

@@ -1,12 +1,12 @@
 #include "frontend/chakra/writer.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "et_def.pb.h"
 
@@ -40,12 +40,15 @@ Result<bool> write_file(const std::string& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   out.close();
   if (!out) {
-    return Error{ErrorCode::kIo, fmt::format("{}: cannot write ({})", path, std::strerror(errno)), std::nullopt, {}};
+    return Error{
+        ErrorCode::kIo, fmt::format("{}: cannot write ({})", path, std::strerror(errno)), std::nullopt, {}};
   }
   return true;
 }
 
-Error invalid(std::string message) { return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}}; }
+Error invalid(std::string message) {
+  return Error{ErrorCode::kInvalidInput, std::move(message), std::nullopt, {}};
+}
 
 }  // namespace
 
@@ -80,9 +83,10 @@ Result<bool> write_trace(const std::string& path, const Trace& trace) {
       attribute(message, "comm_dst").set_int32_val(static_cast<std::int32_t>(*n.comm_dst));
     }
     if (n.comm_tag) {
-      if (*n.comm_tag < std::numeric_limits<std::int32_t>::min() || *n.comm_tag > std::numeric_limits<std::int32_t>::max()) {
-        return invalid(fmt::format("{}: node {} ('{}'): comm_tag {} does not fit the int32 ASTRA-sim reads", path, n.id,
-                                   n.name, *n.comm_tag));
+      if (*n.comm_tag < std::numeric_limits<std::int32_t>::min() ||
+          *n.comm_tag > std::numeric_limits<std::int32_t>::max()) {
+        return invalid(fmt::format("{}: node {} ('{}'): comm_tag {} does not fit the int32 ASTRA-sim reads",
+                                   path, n.id, n.name, *n.comm_tag));
       }
       attribute(message, "comm_tag").set_int32_val(static_cast<std::int32_t>(*n.comm_tag));
     }
@@ -106,7 +110,8 @@ Result<bool> write_trace(const std::string& path, const Trace& trace) {
   return write_file(path, bytes);
 }
 
-Result<bool> write_comm_groups(const std::string& path, const std::map<std::string, std::vector<std::uint32_t>>& groups) {
+Result<bool> write_comm_groups(const std::string& path,
+                               const std::map<std::string, std::vector<std::uint32_t>>& groups) {
   nlohmann::json json = nlohmann::json::object();
   for (const auto& [id, ranks] : groups) {
     json[id] = ranks;

@@ -21,6 +21,7 @@ namespace orrery::frontend::chakra {
 Result<bool> write_trace(const std::string& path, const Trace& trace);
 
 // {"group id": [ranks]} for ASTRA-sim's --comm-group-configuration and workload.chakra.comm_groups.
-Result<bool> write_comm_groups(const std::string& path, const std::map<std::string, std::vector<std::uint32_t>>& groups);
+Result<bool> write_comm_groups(const std::string& path,
+                               const std::map<std::string, std::vector<std::uint32_t>>& groups);
 
 }  // namespace orrery::frontend::chakra
