@@ -256,21 +256,16 @@ class Converter {
                const system::CollectiveInfo& info, const Add& add, const Idle& idle) const {
     const std::int64_t tag = permute_tag_base_ + model.graph().op(exec).ordinal;
     bool any = false;
-    for (const auto& [source, target] : info.pairs) {
-      if (source == d && target != d) {
-        chakra::Node& n = add(exec, chakra::NodeType::kSend, " (send)");
+    for (const bool send : {true, false}) {  // the send first, then the recv
+      for (const auto& [source, target] : info.pairs) {
+        if ((send ? source : target) != d || source == target) {
+          continue;
+        }
+        chakra::Node& n =
+            add(exec, send ? chakra::NodeType::kSend : chakra::NodeType::kRecv, send ? " (send)" : " (recv)");
         n.comm_size = info.bytes;
         n.comm_tag = tag;
-        n.comm_dst = model.global_rank(target);
-        any = true;
-      }
-    }
-    for (const auto& [source, target] : info.pairs) {
-      if (target == d && source != d) {
-        chakra::Node& n = add(exec, chakra::NodeType::kRecv, " (recv)");
-        n.comm_size = info.bytes;
-        n.comm_tag = tag;
-        n.comm_src = model.global_rank(source);
+        (send ? n.comm_dst : n.comm_src) = model.global_rank(send ? target : source);
         any = true;
       }
     }
