@@ -88,11 +88,7 @@ class Converter {
         if (info.kind == system::CollectiveKind::kPermute) {
           continue;
         }
-        for (const auto& group : model->group_set(info.group_set).groups) {
-          std::vector<std::uint32_t> ranks;
-          for (const std::uint32_t local : group) {
-            ranks.push_back(model->global_rank(local));
-          }
+        for (std::vector<std::uint32_t> ranks : model->group_set(info.group_set).ranks) {
           std::sort(ranks.begin(), ranks.end());
           if (group_ids_.try_emplace(ranks, std::to_string(group_ids_.size() + 1)).second) {
             groups_by_id_.emplace(std::to_string(group_ids_.size()), ranks);
@@ -215,10 +211,7 @@ class Converter {
             idle(i);
             break;
           }
-          std::vector<std::uint32_t> members;
-          for (const std::uint32_t local : set.groups[g]) {
-            members.push_back(model.global_rank(local));
-          }
+          std::vector<std::uint32_t> members = set.ranks[g];
           chakra::Node& n = add(i, chakra::NodeType::kCollective);
           n.comm_type = type;
           // comm_size is each rank's input (the reader's convention): an all-gather's plan size is its

@@ -104,6 +104,9 @@ void load_chakra(const config::Scenario& scenario, const compute::Hardware& hard
                             std::make_shared<ChakraTimes>(std::move(program.costs), peak, bandwidth),
                             0};
     in.estimate_memory = false;
+    if (!program.joint_groups.empty()) {
+      in.joint_groups = std::make_shared<const workload::JointGroups>(std::move(program.joint_groups));
+    }
     input.programs.push_back(std::move(in));
   }
   result.compute.estimators = "chakra trace (durations; roofline where a node has none)";

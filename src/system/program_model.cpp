@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "util/error.h"
 #include "workload/collectives.h"
@@ -31,8 +32,12 @@ CollectiveKind system_kind(workload::CollectiveKind kind) {
 
 ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std::string label,
                            std::vector<std::uint32_t> ranks, const OpTimes& times,
-                           const ExecGraphOptions& graph_options, std::uint32_t replicas)
-    : program_(std::move(program)), label_(std::move(label)), ranks_(std::move(ranks)) {
+                           const ExecGraphOptions& graph_options, std::uint32_t replicas,
+                           std::shared_ptr<const JointGroups> joint)
+    : program_(std::move(program)),
+      label_(std::move(label)),
+      ranks_(std::move(ranks)),
+      joint_(std::move(joint)) {
   const workload::Program& p = *program_;
   if (replicas > 0 && p.num_partitions() != 1) {
     throw OrreryError(ErrorCode::kConfig,
@@ -204,6 +209,11 @@ std::uint64_t ProgramModel::plan_bytes(workload::OpId id) const {
 std::uint32_t ProgramModel::group_set_of(workload::OpId id, std::uint32_t replicas) {
   const workload::Program& p = *program_;
   const workload::Op& op = p.op(id);
+  if (joint_ != nullptr) {
+    if (const auto found = joint_->find(id); found != joint_->end()) {
+      return intern_joint_groups(id, found->second);
+    }
+  }
   auto groups = workload::device_groups(p, op);
   if (!groups) {
     Error error = groups.error();
@@ -241,8 +251,9 @@ std::uint32_t ProgramModel::group_set_of(workload::OpId id, std::uint32_t replic
 std::optional<CombineKey> ProgramModel::combine_key(workload::OpId id, std::uint32_t replicas) {
   const workload::Program& p = *program_;
   const workload::Op& op = p.op(id);
-  if (!p.has_payload(op) || p.operands(op).size() != 1 || p.result_types(op).size() != 1) {
-    return std::nullopt;
+  if (!p.has_payload(op) || p.operands(op).size() != 1 || p.result_types(op).size() != 1 ||
+      (joint_ != nullptr && joint_->contains(id))) {
+    return std::nullopt;  // a joint op matches other programs' ops one for one: never combined
   }
   const workload::CollectiveAttributes& attributes = p.collective(op);
   const bool reduces = attributes.kind == workload::CollectiveKind::kAllReduce ||
@@ -283,6 +294,7 @@ std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uin
   const std::uint32_t devices = devices_;
   GroupSet set;
   set.groups = groups;
+  set.ranks.resize(groups.size());
   set.group_of.assign(devices, GroupSet::kNoGroup);
   set.position_of.assign(devices, 0);
   for (std::uint32_t g = 0; g < groups.size(); ++g) {
@@ -299,12 +311,61 @@ std::uint32_t ProgramModel::intern_groups(const std::vector<std::vector<std::uin
       }
       set.group_of[device] = g;
       set.position_of[device] = position;
+      set.ranks[g].push_back(ranks_[device]);
     }
   }
   const auto id = static_cast<std::uint32_t>(group_sets_.size());
   group_sets_.push_back(std::move(set));
   group_set_ids_.emplace(groups, id);
   return id;
+}
+
+std::uint32_t ProgramModel::intern_joint_groups(workload::OpId id,
+                                                const std::vector<std::vector<std::uint32_t>>& groups) {
+  const auto found = joint_set_ids_.find(groups);
+  if (found != joint_set_ids_.end()) {
+    return found->second;
+  }
+  std::unordered_map<std::uint32_t, std::uint32_t> device_of;  // global rank -> local device
+  for (std::uint32_t d = 0; d < ranks_.size(); ++d) {
+    device_of.emplace(ranks_[d], d);
+  }
+  GroupSet set;
+  set.joint = true;
+  set.group_of.assign(devices_, GroupSet::kNoGroup);
+  set.position_of.assign(devices_, 0);
+  for (const auto& group : groups) {
+    std::vector<std::uint32_t> local;
+    std::unordered_set<std::uint32_t> seen;
+    for (std::uint32_t position = 0; position < group.size(); ++position) {
+      if (!seen.insert(group[position]).second) {
+        throw OrreryError(ErrorCode::kInvalidInput,
+                          fmt::format("{}: rank {} appears twice in one group of the "
+                                      "collective",
+                                      describe_op(id), group[position]));
+      }
+      const auto device = device_of.find(group[position]);
+      if (device == device_of.end()) {
+        continue;
+      }
+      if (set.group_of[device->second] != GroupSet::kNoGroup) {
+        throw OrreryError(ErrorCode::kInvalidInput,
+                          fmt::format("{}: rank {} appears in two groups of the collective", describe_op(id),
+                                      group[position]));
+      }
+      set.group_of[device->second] = static_cast<std::uint32_t>(set.groups.size());
+      set.position_of[device->second] = position;
+      local.push_back(device->second);
+    }
+    if (!local.empty()) {
+      set.groups.push_back(std::move(local));
+      set.ranks.push_back(group);
+    }
+  }
+  const auto set_id = static_cast<std::uint32_t>(group_sets_.size());
+  group_sets_.push_back(std::move(set));
+  joint_set_ids_.emplace(groups, set_id);
+  return set_id;
 }
 
 std::string ProgramModel::kernel_label(workload::OpId id) const {

@@ -14,6 +14,7 @@
 #include "system/collective_plan.h"
 #include "system/exec_graph.h"
 #include "util/units.h"
+#include "workload/collectives.h"
 #include "workload/program.h"
 
 namespace orrery::system {
@@ -38,12 +39,21 @@ class OpTimes {
 };
 
 // Device groups of collective ops, interned: ops with the same groups share one GroupSet.
+// A joint set's groups also hold ranks of other programs (JointGroups): `groups` then lists only
+// this program's devices of each group, and positions are those in the whole group (`ranks`).
 struct GroupSet {
   std::vector<std::vector<std::uint32_t>> groups;  // local device ids, in group order
+  std::vector<std::vector<std::uint32_t>> ranks;   // each group's members as global ranks, in group order
   std::vector<std::uint32_t> group_of;             // per local device: its group, or kNoGroup
   std::vector<std::uint32_t> position_of;          // per local device: its position in the group
+  bool joint = false;                              // some group holds ranks of another program
   static constexpr std::uint32_t kNoGroup = 0xffffffffU;
 };
+
+// Collectives whose groups join ranks of several programs (workload/collectives.h): the system
+// layer matches such ops across programs (simulation.cpp, "joint collectives"); they are never
+// combined.
+using JointGroups = workload::JointGroups;
 
 struct CollectiveInfo {
   workload::OpId op = 0;        // the IR op (a combined collective: its last member)
@@ -68,8 +78,10 @@ class ProgramModel {
  public:
   // `replicas`: 0 to run the program as written; otherwise the number of replicas of a
   // data-parallel program whose every collective spans all replicas (num_partitions 1), rescaled.
-  ProgramModel(std::shared_ptr<const workload::Program> program, std::string label, std::vector<std::uint32_t> ranks,
-               const OpTimes& times, const ExecGraphOptions& graph_options, std::uint32_t replicas = 0);
+  // `joint`: ops whose groups span other programs' ranks (may be null: none).
+  ProgramModel(std::shared_ptr<const workload::Program> program, std::string label,
+               std::vector<std::uint32_t> ranks, const OpTimes& times, const ExecGraphOptions& graph_options,
+               std::uint32_t replicas = 0, std::shared_ptr<const JointGroups> joint = nullptr);
 
   // Devices the program runs on: num_replicas x num_partitions, or the rescaled replica count.
   [[nodiscard]] std::uint32_t devices() const { return devices_; }
@@ -105,6 +117,8 @@ class ProgramModel {
 
  private:
   std::uint32_t intern_groups(const std::vector<std::vector<std::uint32_t>>& groups);
+  // A joint op's groups (global ranks), keeping those that hold one of this program's ranks.
+  std::uint32_t intern_joint_groups(workload::OpId id, const std::vector<std::vector<std::uint32_t>>& groups);
   // The device groups of a collective, interned; throws naming the op.
   std::uint32_t group_set_of(workload::OpId id, std::uint32_t replicas);
   // XLA's combiner key and size of a collective that may combine (exec_graph.h), or nullopt.
@@ -123,6 +137,8 @@ class ProgramModel {
   std::unordered_map<workload::OpId, std::uint32_t> collective_index_;
   std::vector<GroupSet> group_sets_;
   std::map<std::vector<std::vector<std::uint32_t>>, std::uint32_t> group_set_ids_;
+  std::map<std::vector<std::vector<std::uint32_t>>, std::uint32_t> joint_set_ids_;
+  std::shared_ptr<const JointGroups> joint_;
   std::vector<PeerInfo> peers_;
   std::unordered_map<workload::OpId, std::uint32_t> peer_index_;
   std::unordered_map<std::uint32_t, std::uint32_t> combined_index_;  // combined exec op -> collectives_

@@ -339,6 +339,7 @@ class SystemModel {
       straggling.push_back(straggler.rank);
     }
     build_peer_routes();
+    match_joint_collectives();
   }
 
   void initialise(pdes::Engine<Payload>& engine) {
@@ -455,11 +456,7 @@ class SystemModel {
     if (waiting_run != nullptr) {
       const Run& run = *waiting_run;
       const ExecOp& exec = program.graph().op(run.exec_op);
-      const auto& group = program.group_set(program.collective(run.exec_op).group_set).groups[run.group];
-      std::vector<std::uint32_t> members;
-      for (const std::uint32_t device : group) {
-        members.push_back(program.global_rank(device));
-      }
+      const auto& members = program.group_set(program.collective(run.exec_op).group_set).ranks[run.group];
       const Pipeline& first = run.pipelines.front();
       reason += fmt::format("waits in {} over ranks {} (its step {} of {})", program.describe_op(exec.source),
                             format_rank_set(members), first.step + 1, run.plan->steps(run.member, 0));
@@ -670,10 +667,10 @@ class SystemModel {
     }
     const GroupSet& set = program.group_set(info.group_set);
     GroupShape shape;
-    shape.members = static_cast<std::uint32_t>(set.groups[group].size());
+    shape.members = static_cast<std::uint32_t>(set.ranks[group].size());
     std::vector<network::EndpointId> endpoints;
-    for (const std::uint32_t device : set.groups[group]) {
-      endpoints.push_back(placement_.endpoint_of(program.global_rank(device)));
+    for (const std::uint32_t member : set.ranks[group]) {
+      endpoints.push_back(placement_.endpoint_of(member));
       shape.node_of_member.push_back(topology_.node_of(endpoints.back()));
     }
     shape.pairs = info.pairs;
@@ -801,8 +798,9 @@ class SystemModel {
     std::uint32_t collective_index = 0;
     const CollectivePlan& plan = plan_for(rank.program, op, group, collective_index);
     const std::uint32_t training_step = rank.step;
-    const std::uint64_t key = run_key(exec.ordinal, training_step);
-    Run& run = run_of(rank, exec.ordinal, training_step);
+    const std::uint32_t ordinal = match_of(rank.program, exec.ordinal);
+    const std::uint64_t key = run_key(ordinal, training_step);
+    Run& run = run_of(rank, ordinal, training_step);
     run.issued = true;
     run.training_step = training_step;
     run.exec_op = op;
@@ -818,10 +816,10 @@ class SystemModel {
     run.rendezvous = rendezvous_for(PlanKey{rank.program, collective_index, group}, plan, info);
     if (run.rendezvous != nullptr) {
       // Tell the members that may hold sends for this one that it has started.
-      const MessageTag route_tag = encode(CollectiveTag{exec.ordinal, 0, 0, 0, training_step});
+      const MessageTag route_tag = encode(CollectiveTag{ordinal, 0, 0, 0, training_step});
       for (const std::uint32_t sender : run.rendezvous->held_senders[run.member]) {
-        const std::uint32_t to = program.global_rank(set.groups[group][sender]);
-        engine.send(to, notice_delay(lp, to, route_tag), MemberStarted{exec.ordinal, training_step, run.member});
+        const std::uint32_t to = set.ranks[group][sender];
+        engine.send(to, notice_delay(lp, to, route_tag), MemberStarted{ordinal, training_step, run.member});
       }
     }
     if (run.member == 0 && rank.step == 0) {  // one count per collective instance of the first step
@@ -842,7 +840,7 @@ class SystemModel {
         }
         const std::uint32_t chunk = current.next_chunk[lane]++;
         current.pipelines[lane * current.chunks + chunk].started = true;
-        advance(engine, lp, rank, current, exec.ordinal, lane, chunk, 0);
+        advance(engine, lp, rank, current, ordinal, lane, chunk, 0);
       }
     }
   }
@@ -1133,11 +1131,11 @@ class SystemModel {
       // which plays the switch.
       ++rank.transfers;
       rank.transfer_bytes += send.bytes;
-      const std::uint32_t aggregator = program.global_rank(set.groups[run.group].front());
+      const std::uint32_t aggregator = set.ranks[run.group].front();
       engine.send(aggregator, switch_leg(engine.now(), send.bytes, rank.switch_up_free), SwitchUpload{tag});
       return {};
     }
-    return put_on_network(engine, lp, rank, program.global_rank(set.groups[run.group][send.peer]), send.bytes, tag);
+    return put_on_network(engine, lp, rank, set.ranks[run.group][send.peer], send.bytes, tag);
   }
 
   // One network transfer of `bytes` from `rank` (on `lp`) to global rank `peer_rank` under `tag`,
@@ -1182,20 +1180,20 @@ class SystemModel {
     const CollectiveTag t = decode(tag);
     // The aggregator is a member of the group: find the collective through its own program.
     const ProgramModel& program = *programs_[rank.program];
-    const std::uint32_t op = program.graph().collectives()[t.ordinal];
+    const std::uint32_t op = exec_of_match(rank.program, t.ordinal);
     const CollectiveInfo& info = program.collective(op);
     const GroupSet& set = program.group_set(info.group_set);
-    const auto& group = set.groups[set.group_of[rank.device]];
+    const auto& group = set.ranks[set.group_of[rank.device]];
     if (++rank.switch_uploads[tag] < group.size()) {
       return;
     }
     rank.switch_uploads.erase(tag);
     const std::uint64_t bytes = segment_bytes(info.bytes, chunks_, t.chunk);
-    for (const std::uint32_t device : group) {
+    for (const std::uint32_t member : group) {
       // Timed as if the member's downlink were idle; the member queues it behind its earlier
       // downloads (from any group) when it arrives.
       SimTime idle;
-      engine.send(program.global_rank(device), switch_leg(engine.now(), bytes, idle), SwitchDown{tag, false});
+      engine.send(member, switch_leg(engine.now(), bytes, idle), SwitchDown{tag, false});
     }
     (void)lp;
   }
@@ -1206,7 +1204,7 @@ class SystemModel {
     if (!down.queued) {
       const CollectiveTag t = decode(down.tag);
       const ProgramModel& program = *programs_[rank.program];
-      const CollectiveInfo& info = program.collective(program.graph().collectives()[t.ordinal]);
+      const CollectiveInfo& info = program.collective(exec_of_match(rank.program, t.ordinal));
       const SimTime occupancy = switch_occupancy(segment_bytes(info.bytes, chunks_, t.chunk));
       const SimTime half_latency = switch_half_latency();
       const SimTime done = std::max(engine.now() - half_latency, rank.switch_down_free + occupancy);
@@ -1217,6 +1215,154 @@ class SystemModel {
       }
     }
     on_arrival(engine, lp, rank, down.tag, 0);
+  }
+
+  // --- joint collectives ---------------------------------------------------------------------------
+  // Members find a collective's run by the ordinal in its tags (CollectiveTag). Within a program
+  // every member runs the op at the same ordinal. A joint collective (JointGroups: Chakra ranks of
+  // different graphs) has members in several programs, whose ordinals differ: each group's joint
+  // collectives are matched in program order across the programs holding its ranks (the k-th on
+  // the group in one program with the k-th in each other, as NCCL matches the collectives of a
+  // communicator), and each matched set takes one id above every program's own ordinals.
+  void match_joint_collectives() {
+    // Per group (its ranks in group order), per program: the ordinals of its collectives on it.
+    std::map<std::vector<std::uint32_t>, std::map<std::uint32_t, std::vector<std::uint32_t>>> on_group;
+    std::uint32_t base = 0;
+    for (std::uint32_t p = 0; p < programs_.size(); ++p) {
+      const ProgramModel& program = *programs_[p];
+      const auto collectives = program.graph().collectives();
+      base = std::max(base, static_cast<std::uint32_t>(collectives.size()));
+      for (std::uint32_t o = 0; o < collectives.size(); ++o) {
+        const GroupSet& set = program.group_set(program.collective(collectives[o]).group_set);
+        if (set.joint) {
+          for (const auto& group : set.ranks) {
+            on_group[group][p].push_back(o);
+          }
+        }
+      }
+    }
+    joint_base_ = base;
+    joint_match_.assign(programs_.size(), {});
+    joint_exec_.assign(programs_.size(), {});
+    if (on_group.empty()) {
+      return;
+    }
+    const auto node = [](std::uint32_t p, std::uint32_t o) {
+      return (static_cast<std::uint64_t>(p) << 32) | o;
+    };
+    std::map<std::uint64_t, std::uint64_t> parent;  // union-find over (program, ordinal)
+    const auto find = [&](std::uint64_t x) {
+      while (parent.at(x) != x) {
+        parent[x] = parent.at(parent.at(x));
+        x = parent.at(x);
+      }
+      return x;
+    };
+    const auto describe = [&](std::uint32_t p, std::uint32_t o) {
+      const ProgramModel& program = *programs_[p];
+      const CollectiveInfo& info = program.collective(program.graph().collectives()[o]);
+      return fmt::format("{} ({} of {} bytes)", program.describe_op(info.op), collective_kind_name(info.kind),
+                         info.bytes);
+    };
+    const auto ranks_of = [&](std::uint32_t p,
+                              const std::vector<std::uint32_t>& group) {  // "rank 2", "ranks 0-1"
+      std::vector<std::uint32_t> mine;
+      for (const std::uint32_t r : group) {
+        if (rank_program_[r] == p) {
+          mine.push_back(r);
+        }
+      }
+      return fmt::format("{} {}", mine.size() == 1 ? "rank" : "ranks", format_rank_set(mine));
+    };
+    for (const auto& [group, programs] : on_group) {
+      for (const std::uint32_t r : group) {
+        if (r >= num_ranks_) {
+          const auto& [p, ordinals] = *programs.begin();
+          throw OrreryError(ErrorCode::kInvalidInput,
+                            fmt::format("{}: its group names rank {} but the run has {} ranks",
+                                        describe(p, ordinals.front()), r, num_ranks_));
+        }
+        if (!programs.contains(rank_program_[r])) {
+          const auto& [p, ordinals] = *programs.begin();
+          throw OrreryError(
+              ErrorCode::kMismatch,
+              fmt::format("collectives over ranks {}: {} on {} (the first: {}) but none on rank {} ({})",
+                          format_rank_set(group), ordinals.size(), ranks_of(p, group),
+                          describe(p, ordinals.front()), r, programs_[rank_program_[r]]->label()));
+        }
+      }
+      const auto& [first, expected] = *programs.begin();
+      for (const auto& [p, ordinals] : programs) {
+        for (std::size_t k = 0; k < std::max(ordinals.size(), expected.size()); ++k) {
+          if (k >= ordinals.size() || k >= expected.size()) {
+            const bool longer = k < ordinals.size();
+            throw OrreryError(
+                ErrorCode::kMismatch,
+                fmt::format(
+                    "collectives over ranks {}: {} on {} but {} on {}; collective {} on the group, {}, has "
+                    "no match",
+                    format_rank_set(group), expected.size(), ranks_of(first, group), ordinals.size(),
+                    ranks_of(p, group), k + 1,
+                    longer ? describe(p, ordinals[k]) : describe(first, expected[k])));
+          }
+          const CollectiveInfo& a =
+              programs_[first]->collective(programs_[first]->graph().collectives()[expected[k]]);
+          const CollectiveInfo& b =
+              programs_[p]->collective(programs_[p]->graph().collectives()[ordinals[k]]);
+          if (a.kind != b.kind || a.bytes != b.bytes) {
+            throw OrreryError(
+                ErrorCode::kMismatch,
+                fmt::format("collective {} over ranks {} differs: {} on {}, {} on {}", k + 1,
+                            format_rank_set(group), describe(first, expected[k]), ranks_of(first, group),
+                            describe(p, ordinals[k]), ranks_of(p, group)));
+          }
+          const std::uint64_t x = node(first, expected[k]);
+          const std::uint64_t y = node(p, ordinals[k]);
+          parent.try_emplace(x, x);
+          parent.try_emplace(y, y);
+          const std::uint64_t rx = find(x);
+          const std::uint64_t ry = find(y);
+          if (rx != ry) {
+            parent[std::max(rx, ry)] = std::min(rx, ry);
+          }
+        }
+      }
+    }
+    // Ids in the order of each set's first (program, ordinal): the same on every process.
+    std::map<std::uint64_t, std::uint32_t> id_of_root;
+    for (const auto& [x, unused] : parent) {
+      const std::uint64_t root = find(x);
+      const auto [it, inserted] =
+          id_of_root.try_emplace(root, base + static_cast<std::uint32_t>(id_of_root.size()));
+      const auto p = static_cast<std::uint32_t>(x >> 32);
+      const auto o = static_cast<std::uint32_t>(x & 0xffffffffU);
+      if (it->second >= kMaxOrdinal) {
+        throw OrreryError(ErrorCode::kUnsupported,
+                          fmt::format("the programs run more than {} collectives per step", kMaxOrdinal));
+      }
+      const auto [other, fresh] = joint_exec_[p].try_emplace(it->second, o);
+      if (!fresh) {
+        throw OrreryError(
+            ErrorCode::kMismatch,
+            fmt::format("{}: two of its collectives, {} and {}, are matched to one through the groups "
+                        "they share with other programs (their ranks would run one collective twice)",
+                        programs_[p]->label(), describe(p, other->second), describe(p, o)));
+      }
+      joint_match_[p].emplace(o, it->second);
+    }
+  }
+
+  // The id in tags and runs of program p's collective at `ordinal`, and back.
+  [[nodiscard]] std::uint32_t match_of(std::uint32_t p, std::uint32_t ordinal) const {
+    if (joint_match_[p].empty()) {
+      return ordinal;
+    }
+    const auto found = joint_match_[p].find(ordinal);
+    return found != joint_match_[p].end() ? found->second : ordinal;
+  }
+  [[nodiscard]] std::uint32_t exec_of_match(std::uint32_t p, std::uint32_t id) const {
+    const auto collectives = programs_[p]->graph().collectives();
+    return collectives[id < joint_base_ ? id : joint_exec_[p].at(id)];
   }
 
   // --- point-to-point ---------------------------------------------------------------------------
@@ -1500,7 +1646,7 @@ class SystemModel {
     std::uint32_t kind = send_string_;
     if ((tag.low & kPeerBit) == 0) {
       const ProgramModel& program = *programs_[rank.program];
-      const std::uint32_t exec_op = program.graph().collectives()[decode(tag).ordinal];
+      const std::uint32_t exec_op = exec_of_match(rank.program, decode(tag).ordinal);
       kind = kind_strings_[static_cast<std::size_t>(program.collective(exec_op).kind)];
     }
     const std::uint64_t bytes = message.request.bytes.count;
@@ -1560,6 +1706,9 @@ class SystemModel {
   std::vector<std::uint32_t> rank_program_;
   std::vector<std::uint32_t> rank_device_;
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;
+  std::uint32_t joint_base_ = 0;  // joint collectives' ids start here (match_joint_collectives)
+  std::vector<absl::flat_hash_map<std::uint32_t, std::uint32_t>> joint_match_;  // per program: ordinal -> id
+  std::vector<absl::flat_hash_map<std::uint32_t, std::uint32_t>> joint_exec_;   // per program: id -> ordinal
   std::map<PlanKey, std::unique_ptr<Rendezvous>> rendezvous_;  // null: no send of the plan is held
   std::vector<network::LinkId> route_;  // scratch for selection_context
   std::map<std::int64_t, std::uint32_t> receiver_of_channel_;
@@ -1750,8 +1899,9 @@ std::vector<std::unique_ptr<ProgramModel>> build_program_models(const Simulation
                                           program.program->num_partitions(), program.ranks.size(),
                                           format_rank_set(program.ranks)));
     }
-    programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks, *program.times,
-                                                      graph_options, program.replicas));
+    programs.push_back(std::make_unique<ProgramModel>(program.program, program.label, program.ranks,
+                                                      *program.times, graph_options, program.replicas,
+                                                      program.joint_groups));
   }
   return programs;
 }
@@ -2064,7 +2214,7 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       total.seconds = c.seconds;
       if (const auto found = collective_info[c.program].find(c.op); found != collective_info[c.program].end()) {
         const CollectiveInfo& info = *found->second;
-        const auto& groups = program.group_set(info.group_set).groups;
+        const auto& groups = program.group_set(info.group_set).ranks;
         total.what = fmt::format("{} of {} over {} ranks{}", collective_kind_name(info.kind),
                                  human_bytes(static_cast<double>(info.bytes)), groups.empty() ? 0 : groups.front().size(),
                                  info.combined > 1 ? fmt::format(" ({} ops combined)", info.combined) : "");

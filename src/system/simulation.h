@@ -32,6 +32,8 @@ struct ProgramInput {
   std::shared_ptr<const OpTimes> times;
   std::uint32_t replicas = 0;         // rescale a data-parallel program (ProgramModel); 0: as written
   bool estimate_memory = true;        // false: its tensors' sizes are unknown (Chakra traces)
+  // Collectives whose groups join other programs' ranks (Chakra ranks of different graphs), or null.
+  std::shared_ptr<const JointGroups> joint_groups = nullptr;
 };
 
 struct SimulationInput {

@@ -4,11 +4,14 @@ chakra_fuzz_one.h): ASTRA-sim's 4-NPU microbenchmarks from tests/data/chakra (MI
 NOTICE.md), with communicator groups and network dimensions, a gzip file, and a 3-rank job of
 every node kind encoded with protoc. Run from the repository root."""
 import gzip
-import subprocess
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import chakra_pb  # noqa: E402
 
 ROOT = "tests/data/chakra/astra-sim"
 OUT = "tests/fuzz/corpus/chakra"
-PROTO = "src/frontend/chakra/et_def.proto"
 
 
 def job(parts, flags=0):
@@ -20,32 +23,12 @@ def read(path):
         return f.read()
 
 
-def encode(message, text):
-    return subprocess.run(["protoc", "-Isrc/frontend/chakra", "--encode=ChakraProtoMsg." + message, PROTO],
-                          input=text.encode(), capture_output=True, check=True).stdout
-
-
-def frame(message):
-    length, prefix = len(message), b""
-    while True:
-        byte, length = length & 0x7F, length >> 7
-        if length:
-            prefix += bytes([byte | 0x80])
-        else:
-            return prefix + bytes([byte]) + message
-
-
-def node(id, kind, deps=(), duration=None, attrs=()):
-    text = f'id: {id} name: "n{id}" type: {kind} ' + "".join(f"data_deps: {d} " for d in deps)
-    if duration is not None:
-        text += f"duration_micros: {duration} "
-    for name, field, value in attrs:
-        text += f'attr {{ name: "{name}" {field}: {value} }} '
-    return frame(encode("Node", text))
+def node(*args, **kwargs):
+    return chakra_pb.node(".", *args, **kwargs)
 
 
 def every_kind(rank):
-    trace = frame(encode("GlobalMetadata", 'version: "0.0.4"'))
+    trace = chakra_pb.metadata(".")
     trace += node(0, "COMP_NODE", duration=5)
     trace += node(1, "COMM_SEND_NODE", [0], attrs=[("comm_size", "int64_val", 1000),
                                                      ("comm_dst", "int32_val", (rank + 1) % 3), ("comm_tag", "int32_val", 0)])

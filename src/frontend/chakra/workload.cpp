@@ -512,7 +512,8 @@ class Builder {
     std::vector<workload::OpId> op_of(trace.nodes.size(), workload::kNoId);
     std::vector<workload::OpId> ops;
     std::vector<NodeCost> costs;
-    std::map<std::string, std::vector<std::vector<std::uint32_t>>> groups_by_key;  // pg/involved_dim -> groups
+    std::map<std::string, DeviceGroups> groups_by_key;  // pg/involved_dim -> groups
+    workload::JointGroups joint_groups;
     std::int64_t next_collective_channel = 1LL << 40;  // apart from point-to-point channels
 
     for (const std::uint32_t i : order) {
@@ -533,6 +534,7 @@ class Builder {
       workload::CollectiveAttributes c;
       c.has_channel = true;
       c.channel_type = 1;
+      const std::vector<std::vector<std::uint32_t>>* joint = nullptr;  // a joint collective's groups
       if (!is_device_comm(n)) {
         if (!n.is_cpu_op && n.type == NodeType::kComp) {
           if (g.max_duration[i] > 0) {
@@ -557,10 +559,17 @@ class Builder {
           }
           found = groups_by_key.emplace(key, std::move(groups.value())).first;
         }
-        const auto& groups = found->second;
+        const auto& groups = found->second.local;
         std::size_t width = 0;
         for (const auto& group : groups) {
           width = std::max(width, group.size());
+        }
+        std::size_t group_size = width;  // members, whatever their graphs
+        if (found->second.joint) {
+          joint = &found->second.ranks;
+          for (const auto& group : *joint) {
+            group_size = std::max(group_size, group.size());
+          }
         }
         std::vector<std::int64_t> dense;
         for (const auto& group : groups) {
@@ -575,7 +584,7 @@ class Builder {
         c.channel_id = next_collective_channel++;
         c.use_global_device_ids = true;
         const std::uint64_t size = *n.comm_size;
-        const auto members = static_cast<std::uint64_t>(width);
+        const auto members = static_cast<std::uint64_t>(group_size);
         switch (*n.comm_type) {
           case CommType::kAllReduce:
             kind = workload::OpKind::kAllReduce;
@@ -631,6 +640,9 @@ class Builder {
       }
       const workload::OpId op = b.add_op(kind, name, block, line_offset[i]);
       b.set_op_contents(op, operands, results, {}, {});
+      if (joint != nullptr) {
+        joint_groups.emplace(op, *joint);
+      }
       if (kind == workload::OpKind::kCustomCall) {
         workload::CustomCallAttributes call;
         call.target = b.intern(node_type_name(n.type));
@@ -653,14 +665,21 @@ class Builder {
     program.ranks = g.ranks;
     program.label = g.ranks.size() == 1 ? trace.path : fmt::format("{}.{{{}}}.et", options_.prefix, rank_list(g.ranks));
     program.costs = std::move(costs);
+    program.joint_groups = std::move(joint_groups);
     return program;
   }
 
-  // The device groups (local ids) of a collective node of program p: each rank's group, which
-  // must lie within the program and be the same group from each member's side.
-  Result<std::vector<std::vector<std::uint32_t>>> device_groups(std::uint32_t p, const Node& n) const {
+  // The groups of a collective node of program p: each rank's group, which must be the same group
+  // from each member's side. A group that also holds ranks of other graphs makes the collective
+  // joint (system::JointGroups): the system layer matches it with theirs.
+  struct DeviceGroups {
+    std::vector<std::vector<std::uint32_t>> local;  // per group: its devices in this program
+    std::vector<std::vector<std::uint32_t>> ranks;  // per group: all its members, global ranks
+    bool joint = false;
+  };
+  Result<DeviceGroups> device_groups(std::uint32_t p, const Node& n) const {
     const Group& g = groups_[p];
-    std::vector<std::vector<std::uint32_t>> groups;
+    DeviceGroups groups;
     std::vector<std::uint32_t> group_of_device(g.ranks.size(), kNone);
     std::vector<const std::vector<std::uint32_t>*> base_of_group;  // per device group
     for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
@@ -680,19 +699,17 @@ class Builder {
       }
       std::vector<std::uint32_t> local;
       for (const std::uint32_t m : members.value()) {
-        if (group_of_[m] != p) {
-          return unsupported(fmt::format(
-              "{}: the collective's group (ranks {}) mixes ranks whose traces differ (rank {} runs {}, rank {} runs {}); "
-              "Orrery matches a collective within ranks that share one graph",
-              describe_for_rank(g, d, n), rank_list(members.value()), g.ranks[d], trace_file(options_.prefix, g.ranks[d]),
-              m, trace_file(options_.prefix, m)));
+        if (group_of_[m] == p) {
+          local.push_back(local_of_[m]);
+        } else {
+          groups.joint = true;
         }
-        local.push_back(local_of_[m]);
       }
       if (group_of_device[d] != kNone) {
-        if (groups[group_of_device[d]] != local) {
-          return invalid(fmt::format("{}: ranks {} and {} disagree on the collective's group", describe_for_rank(g, d, n),
-                                     g.ranks[groups[group_of_device[d]].front()], g.ranks[d]));
+        if (groups.ranks[group_of_device[d]] != members.value()) {
+          return invalid(fmt::format("{}: ranks {} and {} disagree on the collective's group",
+                                     describe_for_rank(g, d, n),
+                                     g.ranks[groups.local[group_of_device[d]].front()], g.ranks[d]));
         }
         continue;
       }
@@ -701,9 +718,10 @@ class Builder {
           return invalid(fmt::format("{}: rank {} would be in two groups of the collective", describe_node(g.trace, n),
                                      g.ranks[l]));
         }
-        group_of_device[l] = static_cast<std::uint32_t>(groups.size());
+        group_of_device[l] = static_cast<std::uint32_t>(groups.local.size());
       }
-      groups.push_back(std::move(local));
+      groups.local.push_back(std::move(local));
+      groups.ranks.push_back(std::move(members.value()));
       base_of_group.push_back(base.value());
     }
     return groups;

@@ -19,7 +19,8 @@
 //   COMM_SEND/RECV_NODE  point-to-point, matched in order per (source, destination, comm_tag).
 //   host ops (is_cpu_op) and METADATA_NODE  take no device time; their dependencies pass through.
 // When ranks share a graph but their durations differ, each node takes the largest (a warning
-// says by how much). A collective whose group mixes ranks of different graphs is refused.
+// says by how much). A collective whose group mixes ranks of different graphs is joint
+// (workload::JointGroups): the system layer matches it across the programs in group order.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "util/result.h"
+#include "workload/collectives.h"
 #include "workload/program.h"
 
 namespace orrery::frontend::chakra {
@@ -58,6 +60,7 @@ struct Program {
   std::string label;                 // "prefix.{0-7}.et"
   std::vector<std::uint32_t> ranks;  // the global rank of each device of the program
   std::vector<NodeCost> costs;       // per workload::OpId
+  workload::JointGroups joint_groups;  // collectives whose groups hold ranks of other programs
 };
 
 struct Workload {
