@@ -46,6 +46,26 @@ def pipeline_stage1(r):  # receive activations, forward and loss, backward, send
             all_reduce(4, 8 * MIB, [2], "dp1"), all_reduce(5, 4, [4], "all")]
 
 
+def shift(r, ranks=4):  # a pipeline shift: receive from r - 1, compute, send to r + 1; then reduce over all
+    nodes = [comp(0, 10 + 5 * r)]
+    if r > 0:
+        nodes.append(recv(1, MIB, r - 1, 0))
+    if r + 1 < ranks:
+        nodes.append(send(2, MIB, r + 1, 0, [0] + ([1] if r > 0 else [])))
+    nodes.append(all_reduce(3, MIB, [n[0] for n in nodes[1:]] or [0]))
+    return nodes
+
+
+def fan_in(r):  # ranks 0 and 1 send 1 MiB each to rank 2 (one tag), which reduces them
+    if r < 2:
+        return [comp(0, 20), send(1, MIB, 2, 5, [0])]
+    return [recv(0, MIB, 0, 5), recv(1, MIB, 1, 5), comp(2, 30, [0, 1])]
+
+
+def distinct(ranks):  # rank r with r more nodes that take no time: every rank a graph of its own
+    return [nodes + [(100 + k, "COMP_NODE", (), None, []) for k in range(r)] for r, nodes in enumerate(ranks)]
+
+
 # Each job: (list of ranks' node lists, communicator groups or None).
 JOBS = {
     # One graph on both ranks: 25 us of compute, then a 1 MiB all-reduce.
@@ -65,6 +85,12 @@ JOBS = {
     # reduces its gradients over its own ranks, then all four reduce a norm (a joint collective).
     "pipeline": ([pipeline_stage0(0), pipeline_stage0(1), pipeline_stage1(2), pipeline_stage1(3)],
                  {"dp0": [0, 1], "dp1": [2, 3], "all": [0, 1, 2, 3]}),
+    # Ranks 1 and 2 share a graph but send to ranks of different graphs (2 and 3): they are split.
+    "shift": ([shift(r) for r in range(4)], None),
+    "shift_distinct": (distinct([shift(r) for r in range(4)]), None),
+    # Ranks 0 and 1 share a graph and send to a graph of one rank: they are split.
+    "fan_in": ([fan_in(r) for r in range(3)], None),
+    "fan_in_distinct": (distinct([fan_in(r) for r in range(3)]), None),
 }
 
 ranks, groups = JOBS[NAME]

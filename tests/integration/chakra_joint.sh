@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Chakra jobs whose ranks run different graphs (docs/chakra.md, "Ranks that share a graph"): a
-# collective over ranks of several graphs is one collective, matched in group order. The same work
-# written as one graph and as two gives the same summary; a two-stage pipeline with a norm reduced
+# collective over ranks of several graphs is one collective, matched in group order, and ranks that
+# share a graph but send to ranks of different graphs (a pipeline shift) or to a graph of another
+# size (two ranks to one) are split apart. The same work written as one graph and as two, or as
+# shared graphs and as a graph per rank, gives the same summary; a two-stage pipeline with a norm reduced
 # over both stages runs, the same under mpirun -np 1 and 2 (analytical and flow models); every
 # mismatch (sizes, counts, a rank missing) ends with the ranks and nodes named, and a crossed order
 # ends as a deadlock naming the blocked ranks, never a hang. Jobs: tests/integration/chakra_jobs.py.
@@ -14,7 +16,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 python=/usr/bin/python3
 
-for job in shared joint size_mismatch count_mismatch missing crossed pipeline; do
+for job in shared joint size_mismatch count_mismatch missing crossed pipeline shift shift_distinct fan_in \
+           fan_in_distinct; do
   "$python" "$root/tests/integration/chakra_jobs.py" "$root" "$job" "$work/$job" || fail "writing job $job"
 done
 echo "hardware: A100_40GB" > "$work/scenario.yaml"
@@ -38,7 +41,14 @@ for model in analytical flow; do
   run joint "joint_${model}_np2" 2 --set "network.model=$model"
   run pipeline "pipeline_$model" 1 --set "network.model=$model"
   run pipeline "pipeline_${model}_np2" 2 --set "network.model=$model"
+  for job in shift fan_in; do
+    run "$job" "${job}_$model" 1 --set "network.model=$model"
+    run "${job}_distinct" "${job}_distinct_$model" 1 --set "network.model=$model"
+  done
+  run shift "shift_${model}_np2" 2 --set "network.model=$model"
 done
+grep -q "durations differ" "$work/shift_analytical.txt" &&
+  fail "split ranks take their own durations (ranks 1 and 2 of the shift differ)"
 grep -q "all_reduce of 4.0 B over 4 ranks" "$work/pipeline_analytical.txt" ||
   fail "the pipeline's norm is one all-reduce over both stages' ranks"
 
@@ -53,7 +63,11 @@ for model in ("analytical", "flow"):
     for k in keys:
         assert shared[k] == joint[k], (model, k, shared[k], joint[k])
     assert joint["ranks"] == 2 and joint["comm_s"] > 0
-    for job in ("joint", "pipeline"):
+    for job in ("shift", "fan_in"):  # shared graphs split apart = a graph per rank from the start
+        split, apart = load(f"{job}_{model}"), load(f"{job}_distinct_{model}")
+        for k in keys:
+            assert split[k] == apart[k], (job, model, k, split[k], apart[k])
+    for job in ("joint", "pipeline", "shift"):
         one, two = load(f"{job}_{model}"), load(f"{job}_{model}_np2")
         for k in keys:
             assert one[k] == two[k], (job, model, k, one[k], two[k])
@@ -62,7 +76,7 @@ for model in ("analytical", "flow"):
     # (150 + 250 us), stage 0's backward (200 us) and two 4 MiB transfers.
     assert p["ranks"] == 4 and p["step_time_s"] > 700e-6, p["step_time_s"]
     print(f"ok   {model}: one graph = two graphs ({joint['step_time_s'] * 1e6:.3f} us); pipeline "
-          f"{p['step_time_s'] * 1e6:.3f} us; -np 1 = -np 2")
+          f"{p['step_time_s'] * 1e6:.3f} us; split graphs = a graph per rank (shift, fan-in); -np 1 = -np 2")
 PY
 
 expect "joint collective of different sizes" 1 \

@@ -2,8 +2,9 @@
 # `orrery convert ... --to chakra` (docs/chakra.md, "Writing traces"): the traces of a scenario,
 # run back through Orrery's Chakra reader on the same system, give the same communication time and
 # the same step time up to the rounding of kernel durations to whole microseconds (Chakra's
-# duration_micros): the default ResNet-50 scenario, a send/recv ring, and a collective_permute
-# ring with an all-reduce over two groups. Conversion is deterministic, and under mpirun -np 2
+# duration_micros): the default ResNet-50 scenario, a send/recv ring, a collective_permute
+# ring with an all-reduce over two groups, and a pipeline shift (a partial permute, whose end ranks'
+# graphs differ) with an all-reduce over all ranks. Conversion is deterministic, and under mpirun -np 2
 # (the processes share the ranks' files) writes the same bytes; bad invocations exit with a
 # message, also in parallel.
 set -uo pipefail
@@ -47,7 +48,8 @@ grep -q "compute per step, summed over ranks" "$work/resnet50.convert.txt" || fa
 
 cp "$root/tests/data/stablehlo/send_recv_ring.mlir" "$work/ring.mlir"
 cp "$root/tests/data/stablehlo/permute_grouped_all_reduce.mlir" "$work/permute.mlir"
-for program in ring permute; do
+cp "$root/tests/data/stablehlo/pipeline_shift.mlir" "$work/shift.mlir"
+for program in ring permute shift; do
   printf 'hardware: H100\nworkload:\n  programs:\n    - file: %s.mlir\n' "$program" > "$work/$program.yaml"
   round_trip "$program" "$work/$program.yaml"
 done

@@ -1,18 +1,19 @@
 #include "frontend/chakra/workload.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <queue>
 #include <set>
 #include <unordered_map>
 
 #include "frontend/chakra/trace.h"
+#include "util/assert.h"
 #include "util/hash.h"
 #include "workload/program_builder.h"
 
@@ -315,6 +316,9 @@ class Builder {
       g.ranks.push_back(rank);
       group_of_.push_back(group);
     }
+    if (auto split = split_for_point_to_point(); !split) {
+      return split.error();
+    }
     for (const Group& g : groups_) {
       std::uint64_t differ = 0;
       double worst = 0.0;
@@ -335,6 +339,105 @@ class Builder {
       const Group& g = groups_[group_of_[rank]];
       local_of_.push_back(static_cast<std::uint32_t>(
           std::lower_bound(g.ranks.begin(), g.ranks.end(), rank) - g.ranks.begin()));
+    }
+    return true;
+  }
+
+  // The ranks of a graph share each send and recv node as one op, whose devices talk one for one
+  // to the devices of one program. Where a node's ranks talk to ranks of several graphs, to a
+  // graph of another size, or two of them to one rank, the graph's ranks are split: by the graphs
+  // of their peers, else one rank per graph; until no graph needs it. Each split graph then takes
+  // its trace and durations again from its own ranks' files (its first rank's file names its nodes;
+  // the shared maximum durations were those of ranks it no longer holds).
+  Result<bool> split_for_point_to_point() {
+    std::set<std::uint32_t> split;  // groups whose ranks changed
+    for (bool changed = true; changed;) {
+      changed = false;
+      const auto count = static_cast<std::uint32_t>(groups_.size());
+      for (std::uint32_t p = 0; p < count; ++p) {
+        const std::size_t size = groups_[p].ranks.size();
+        if (size == 1) {
+          continue;
+        }
+        std::map<std::vector<std::uint32_t>, std::vector<std::uint32_t>> by_peer_graphs;  // -> devices
+        std::vector<std::vector<std::uint32_t>> key(size);
+        bool one_for_one = true;
+        std::vector<std::uint32_t> sorted;
+        for (const std::vector<std::uint32_t>& peers : groups_[p].peers) {
+          if (peers.empty()) {
+            continue;
+          }
+          for (std::size_t d = 0; d < size; ++d) {
+            key[d].push_back(group_of_[peers[d]]);
+          }
+          sorted = peers;
+          std::sort(sorted.begin(), sorted.end());
+          one_for_one = one_for_one && groups_[group_of_[peers.front()]].ranks.size() == size &&
+                        std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
+        }
+        for (std::uint32_t d = 0; d < size; ++d) {
+          by_peer_graphs[key[d]].push_back(d);
+        }
+        std::vector<std::vector<std::uint32_t>> parts;  // devices of each new graph
+        if (by_peer_graphs.size() > 1) {
+          for (auto& [peer_graphs, devices] : by_peer_graphs) {
+            parts.push_back(std::move(devices));
+          }
+          std::sort(parts.begin(), parts.end());  // the part of device 0 stays in p
+        } else if (!one_for_one) {
+          for (std::uint32_t d = 0; d < size; ++d) {
+            parts.push_back({d});
+          }
+        } else {
+          continue;
+        }
+        changed = true;
+        const Group whole = std::move(groups_[p]);
+        for (std::size_t k = 0; k < parts.size(); ++k) {
+          const std::uint32_t target = k == 0 ? p : static_cast<std::uint32_t>(groups_.size());
+          Group part;
+          part.trace = whole.trace;  // replaced by its first rank's own below
+          part.peers.resize(whole.peers.size());
+          for (const std::uint32_t d : parts[k]) {
+            part.ranks.push_back(whole.ranks[d]);
+            group_of_[whole.ranks[d]] = target;
+            for (std::size_t i = 0; i < whole.peers.size(); ++i) {
+              if (!whole.peers[i].empty()) {
+                part.peers[i].push_back(whole.peers[i][d]);
+              }
+            }
+          }
+          if (k == 0) {
+            groups_[p] = std::move(part);
+          } else {
+            groups_.push_back(std::move(part));
+          }
+          split.insert(target);
+        }
+      }
+    }
+    for (const std::uint32_t p : split) {
+      Group& g = groups_[p];
+      g.max_duration.assign(g.trace.nodes.size(), 0);
+      g.min_duration.assign(g.trace.nodes.size(), ~0ULL);
+      for (std::size_t d = 0; d < g.ranks.size(); ++d) {
+        auto read = read_trace(trace_file(options_.prefix, g.ranks[d]));
+        if (!read) {
+          return read.error();
+        }
+        if (d == 0) {
+          if (auto checked = check_trace(read.value(), g.ranks[d], ranks_); !checked) {
+            return checked.error();
+          }
+          g.trace = std::move(read.value());
+        }
+        const Trace& trace = d == 0 ? g.trace : read.value();
+        for (const Node& n : trace.nodes) {
+          const std::uint64_t micros = n.duration_micros.value_or(0);
+          g.max_duration[n.index] = std::max(g.max_duration[n.index], micros);
+          g.min_duration[n.index] = std::min(g.min_duration[n.index], micros);
+        }
+      }
     }
     return true;
   }
@@ -737,18 +840,10 @@ class Builder {
     const std::uint32_t other = group_of_[peers.front()];
     std::vector<std::int64_t> pairs;
     for (std::uint32_t d = 0; d < g.ranks.size(); ++d) {
-      if (group_of_[peers[d]] != other) {
-        return unsupported(fmt::format("{}: ranks {} and {} share this graph but {} ranks of different graphs ({} and {}); "
-                                       "a point-to-point node must talk to ranks of one graph",
-                                       describe_node(g.trace, n), g.ranks[0], g.ranks[d], send ? "send to" : "receive from",
-                                       peers[0], peers[d]));
-      }
+      // split_for_point_to_point left every node one graph of its size to talk to, one for one.
+      ORRERY_ASSERT(group_of_[peers[d]] == other && groups_[other].ranks.size() == g.ranks.size(),
+                    "a point-to-point node talks to ranks of several graphs");
       const std::uint32_t peer = local_of_[peers[d]];
-      if (peer >= g.ranks.size() || d >= groups_[other].ranks.size()) {
-        return unsupported(fmt::format("{}: point-to-point between rank groups of different sizes ({} and {} ranks) is not "
-                                       "supported",
-                                       describe_node(g.trace, n), g.ranks.size(), groups_[other].ranks.size()));
-      }
       pairs.push_back(send ? d : peer);
       pairs.push_back(send ? peer : d);
     }

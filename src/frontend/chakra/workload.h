@@ -16,7 +16,9 @@
 //                        group's first rank); comm_size is each rank's input buffer. The group is
 //                        pg_name's entry in the communicator-group file ("" or "0" without one:
 //                        every rank), narrowed by involved_dim to the network dimensions marked true.
-//   COMM_SEND/RECV_NODE  point-to-point, matched in order per (source, destination, comm_tag).
+//   COMM_SEND/RECV_NODE  point-to-point, matched in order per (source, destination, comm_tag); a
+//                        shared graph whose node talks to ranks of several graphs, or of a graph
+//                        of another size, is split (by peer graph, else a graph per rank).
 //   host ops (is_cpu_op) and METADATA_NODE  take no device time; their dependencies pass through.
 // When ranks share a graph but their durations differ, each node takes the largest (a warning
 // says by how much). A collective whose group mixes ranks of different graphs is joint
