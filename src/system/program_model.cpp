@@ -211,7 +211,7 @@ std::uint32_t ProgramModel::group_set_of(workload::OpId id, std::uint32_t replic
   const workload::Op& op = p.op(id);
   if (joint_ != nullptr) {
     if (const auto found = joint_->find(id); found != joint_->end()) {
-      return intern_joint_groups(id, found->second);
+      return intern_joint_groups(id, *found->second);
     }
   }
   auto groups = workload::device_groups(p, op);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -41,10 +42,12 @@ using DeviceGroups = std::vector<std::vector<DeviceId>>;
 using DevicePairs = std::vector<std::pair<DeviceId, DeviceId>>;
 
 // Collectives whose groups join the ranks of several programs (Chakra jobs whose ranks run
-// different graphs): per op, its groups as global ranks in group order. The op's own replica groups
-// then hold only the program's devices of each group; the system layer reads these instead
-// (system/program_model.h) and matches the op with the other programs' ops on the same groups.
-using JointGroups = std::unordered_map<OpId, std::vector<std::vector<std::uint32_t>>>;
+// different graphs): per op, its groups as global ranks in group order (shared by the ops, and
+// the programs, that run on the same groups). The op's own replica groups then hold only the
+// program's devices of each group; the system layer reads these instead (system/program_model.h)
+// and matches the op with the other programs' ops on the same groups.
+using RankGroups = std::vector<std::vector<std::uint32_t>>;
+using JointGroups = std::unordered_map<OpId, std::shared_ptr<const RankGroups>>;
 
 std::string_view collective_kind_name(CollectiveKind kind);
 std::string_view reduction_kind_name(ReductionKind kind);

@@ -567,7 +567,7 @@ TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {
       ASSERT_EQ(program.joint_groups.size(), 1U);
       const auto& [op, groups] = *program.joint_groups.begin();
       EXPECT_EQ(program.program->op(op).kind, workload::OpKind::kAllReduce);
-      EXPECT_EQ(groups, (std::vector<std::vector<std::uint32_t>>{{0, 1}}));
+      EXPECT_EQ(*groups, (workload::RankGroups{{0, 1}}));
       // The op's own groups hold this program's one device.
       auto local = workload::device_groups(*program.program, program.program->op(op));
       ASSERT_TRUE(local) << local.error().message;

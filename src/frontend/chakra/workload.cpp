@@ -637,7 +637,7 @@ class Builder {
       workload::CollectiveAttributes c;
       c.has_channel = true;
       c.channel_type = 1;
-      const std::vector<std::vector<std::uint32_t>>* joint = nullptr;  // a joint collective's groups
+      std::shared_ptr<const workload::RankGroups> joint;  // a joint collective's groups
       if (!is_device_comm(n)) {
         if (!n.is_cpu_op && n.type == NodeType::kComp) {
           if (g.max_duration[i] > 0) {
@@ -669,7 +669,7 @@ class Builder {
         }
         std::size_t group_size = width;  // members, whatever their graphs
         if (found->second.joint) {
-          joint = &found->second.ranks;
+          joint = shared_groups(found->second.ranks);
           for (const auto& group : *joint) {
             group_size = std::max(group_size, group.size());
           }
@@ -744,7 +744,7 @@ class Builder {
       const workload::OpId op = b.add_op(kind, name, block, line_offset[i]);
       b.set_op_contents(op, operands, results, {}, {});
       if (joint != nullptr) {
-        joint_groups.emplace(op, *joint);
+        joint_groups.emplace(op, std::move(joint));
       }
       if (kind == workload::OpKind::kCustomCall) {
         workload::CustomCallAttributes call;
@@ -770,6 +770,15 @@ class Builder {
     program.costs = std::move(costs);
     program.joint_groups = std::move(joint_groups);
     return program;
+  }
+
+  // One copy of each distinct list of joint groups for every op and program that uses it.
+  std::shared_ptr<const workload::RankGroups> shared_groups(const workload::RankGroups& groups) {
+    auto& found = shared_groups_[groups];
+    if (found == nullptr) {
+      found = std::make_shared<const workload::RankGroups>(groups);
+    }
+    return found;
   }
 
   // The groups of a collective node of program p: each rank's group, which must be the same group
@@ -862,6 +871,7 @@ class Builder {
   std::vector<std::uint32_t> group_of_;  // per rank
   std::vector<std::uint32_t> local_of_;  // per rank: its device id in its group's program
   std::map<std::tuple<std::int64_t, std::uint32_t, std::uint32_t>, std::int64_t> channels_;
+  std::map<workload::RankGroups, std::shared_ptr<const workload::RankGroups>> shared_groups_;
   // Per channel, its send (recv) nodes in program order: (group, node index).
   std::map<std::int64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> sends_;
   std::map<std::int64_t, std::vector<std::pair<std::uint32_t, std::uint32_t>>> recvs_;
