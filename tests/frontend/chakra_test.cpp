@@ -328,6 +328,60 @@ TEST_F(ChakraTest, DurationsMayDifferAndTheSlowestCounts) {
   EXPECT_NE(loaded->warnings[0].find("differ"), std::string::npos) << loaded->warnings[0];
 }
 
+// A pipeline shift 0 -> 1 -> 2 -> 3: ranks 1 and 2 record one graph (their peers and durations
+// differ) but send to ranks of different graphs (2 and 3), so they are split, each with its own
+// file's trace and durations; then two ranks that send to one are split the same way.
+TEST_F(ChakraTest, SharedGraphsAreSplitWherePeersNeedIt) {
+  auto p2p = [](TraceWriter& w, std::uint64_t id, pb::NodeType type, std::int32_t peer,
+                std::vector<std::uint64_t> deps) {
+    pb::Node& n = w.add(id, type, std::move(deps));
+    attr_int64(n, "comm_size", 64);
+    attr_int32(n, type == pb::COMM_SEND_NODE ? "comm_dst" : "comm_src", peer);
+    attr_int32(n, "comm_tag", 0);
+  };
+  for (int rank = 0; rank < 4; ++rank) {
+    TraceWriter w;
+    w.add(0, pb::COMP_NODE).set_duration_micros(10 + rank);
+    if (rank > 0) {
+      p2p(w, 1, pb::COMM_RECV_NODE, rank - 1, {});
+    }
+    if (rank < 3) {
+      p2p(w, 2, pb::COMM_SEND_NODE, rank + 1, {0});
+    }
+    w.write(file(rank));
+  }
+  WorkloadOptions options;
+  options.prefix = prefix();
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  ASSERT_EQ(loaded->programs.size(), 4U);
+  std::map<std::uint32_t, const Program*> by_rank;
+  for (const Program& program : loaded->programs) {
+    ASSERT_EQ(program.ranks.size(), 1U) << program.label;
+    by_rank[program.ranks[0]] = &program;
+  }
+  for (std::uint32_t rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(by_rank.at(rank)->label, file(static_cast<int>(rank)));  // its own file names its nodes
+    EXPECT_EQ(by_rank.at(rank)->costs[0].duration_ps, (10 + rank) * 1'000'000ULL);  // its own durations
+  }
+  EXPECT_TRUE(loaded->warnings.empty()) << loaded->warnings[0];
+
+  for (int rank = 0; rank < 3; ++rank) {  // ranks 0 and 1 send to rank 2
+    TraceWriter w;
+    if (rank < 2) {
+      p2p(w, 0, pb::COMM_SEND_NODE, 2, {});
+    } else {
+      p2p(w, 0, pb::COMM_RECV_NODE, 0, {});
+      p2p(w, 1, pb::COMM_RECV_NODE, 1, {});
+    }
+    w.write(file(rank));
+  }
+  fs::remove(file(3));
+  auto fan_in = load_workload(options);
+  ASSERT_TRUE(fan_in) << fan_in.error().render();
+  EXPECT_EQ(fan_in->programs.size(), 3U);
+}
+
 TEST_F(ChakraTest, CommGroupsAndInvolvedDimensionsMakeTheGroups) {
   for (int rank = 0; rank < 4; ++rank) {
     TraceWriter w;
