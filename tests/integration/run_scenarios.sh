@@ -32,7 +32,7 @@ grep -Eq "^engine: .*; at most [1-9][0-9]* events pending on a process$" "$work/
   { echo "FAIL text summary: no peak pending-event count on the engine line"; failures=$((failures + 1)); }
 
 # The job script for workstations and interactive allocations gives the same summary.
-timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-json "$work/job.json" > /dev/null 2>&1 ||
+ORRERY=$orrery timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-json "$work/job.json" > /dev/null 2>&1 ||
   { echo "FAIL jobs/run-mpirun.sh"; failures=$((failures + 1)); }
 /usr/bin/python3 - "$work/one.json" "$work/job.json" <<'PY' || failures=$((failures + 1))
 import json, sys
