@@ -392,11 +392,13 @@ class Builder {
           continue;
         }
         changed = true;
-        const Group whole = std::move(groups_[p]);
+        Group whole = std::move(groups_[p]);
         for (std::size_t k = 0; k < parts.size(); ++k) {
           const std::uint32_t target = k == 0 ? p : static_cast<std::uint32_t>(groups_.size());
           Group part;
-          part.trace = whole.trace;  // replaced by its first rank's own below
+          if (k == 0) {
+            part.trace = std::move(whole.trace);  // its first rank's (parts[0] holds device 0)
+          }  // the other parts read their first rank's trace below (not copied: there may be many)
           part.peers.resize(whole.peers.size());
           for (const std::uint32_t d : parts[k]) {
             part.ranks.push_back(whole.ranks[d]);
@@ -418,14 +420,20 @@ class Builder {
     }
     for (const std::uint32_t p : split) {
       Group& g = groups_[p];
-      g.max_duration.assign(g.trace.nodes.size(), 0);
-      g.min_duration.assign(g.trace.nodes.size(), ~0ULL);
+      const std::size_t nodes = g.peers.size();
+      g.max_duration.assign(nodes, 0);
+      g.min_duration.assign(nodes, ~0ULL);
       for (std::size_t d = 0; d < g.ranks.size(); ++d) {
-        auto read = read_trace(trace_file(options_.prefix, g.ranks[d]));
+        const bool have = d == 0 && !g.trace.nodes.empty();
+        Result<Trace> read = have ? Result<Trace>(Trace{}) : read_trace(trace_file(options_.prefix, g.ranks[d]));
         if (!read) {
           return read.error();
         }
-        if (d == 0) {
+        if (!have && read.value().nodes.size() != nodes) {
+          return invalid(fmt::format("{}: has {} nodes now but had {} when first read (the file changed)",
+                                     read.value().path, read.value().nodes.size(), nodes));
+        }
+        if (d == 0 && !have) {
           if (auto checked = check_trace(read.value(), g.ranks[d], ranks_); !checked) {
             return checked.error();
           }
