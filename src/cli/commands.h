@@ -21,5 +21,6 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global);
 Action register_run(CLI::App& app, const GlobalOptions& global);
 Action register_sweep(CLI::App& app, const GlobalOptions& global);
 Action register_convert(CLI::App& app, const GlobalOptions& global);
+Action register_generate(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace orrery::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   add(cli::register_run(app, global));
   add(cli::register_sweep(app, global));
   add(cli::register_convert(app, global));
+  add(cli::register_generate(app, global));
   add(cli::register_phold(app, global));
   add(cli::register_traffic(app, global));
   add(cli::register_inspect(app, global));

@@ -77,7 +77,18 @@ std::optional<std::vector<std::int64_t>> json_int_list(std::string_view text, st
 
 // --- custom calls -------------------------------------------------------------------------------
 
-enum class Formula : std::uint8_t { kFree, kGemm, kLu, kCholesky, kQr, kRandomBits, kTopK, kReduction };
+enum class Formula : std::uint8_t {
+  kFree,
+  kGemm,
+  kAttention,
+  kAttentionBackward,
+  kLu,
+  kCholesky,
+  kQr,
+  kRandomBits,
+  kTopK,
+  kReduction
+};
 
 struct CustomCallEntry {
   CustomCallRule rule;
@@ -87,13 +98,18 @@ struct CustomCallEntry {
 constexpr CustomCallEntry kCustomCalls[] = {
     // Annotations that vanish when XLA compiles the program.
     {{"Sharding", CostRole::kFree, OpClass::kOther, "sharding annotation: free"}, Formula::kFree},
-    {{"SPMDFullToShardShape", CostRole::kFree, OpClass::kOther, "manual-sharding boundary: free"}, Formula::kFree},
-    {{"SPMDShardToFullShape", CostRole::kFree, OpClass::kOther, "manual-sharding boundary: free"}, Formula::kFree},
+    {{"SPMDFullToShardShape", CostRole::kFree, OpClass::kOther, "manual-sharding boundary: free"},
+     Formula::kFree},
+    {{"SPMDShardToFullShape", CostRole::kFree, OpClass::kOther, "manual-sharding boundary: free"},
+     Formula::kFree},
     {{"xla.sdy.*", CostRole::kFree, OpClass::kOther, "Shardy round-trip annotation: free"}, Formula::kFree},
-    {{"tt.sharding_constraint", CostRole::kFree, OpClass::kOther, "sharding annotation: free"}, Formula::kFree},
+    {{"tt.sharding_constraint", CostRole::kFree, OpClass::kOther, "sharding annotation: free"},
+     Formula::kFree},
     {{"LayoutConstraint", CostRole::kFree, OpClass::kOther, "layout annotation: free"}, Formula::kFree},
-    {{"annotate_device_placement", CostRole::kFree, OpClass::kOther, "memory-space annotation: free"}, Formula::kFree},
-    {{"MoveToHost", CostRole::kFree, OpClass::kOther, "host-offload annotation: free (the transfer is not modelled)"},
+    {{"annotate_device_placement", CostRole::kFree, OpClass::kOther, "memory-space annotation: free"},
+     Formula::kFree},
+    {{"MoveToHost", CostRole::kFree, OpClass::kOther,
+      "host-offload annotation: free (the transfer is not modelled)"},
      Formula::kFree},
     {{"MoveToDevice", CostRole::kFree, OpClass::kOther,
       "host-offload annotation: free (the transfer is not modelled)"},
@@ -102,7 +118,8 @@ constexpr CustomCallEntry kCustomCalls[] = {
     {{"Unpin", CostRole::kFree, OpClass::kOther, "buffer pinning annotation: free"}, Formula::kFree},
     {{"CreateBuffer", CostRole::kFree, OpClass::kOther, "uninitialised buffer: free"}, Formula::kFree},
     {{"AllocateBuffer", CostRole::kFree, OpClass::kOther, "uninitialised buffer: free"}, Formula::kFree},
-    {{"shape_assertion", CostRole::kFree, OpClass::kOther, "shape check of jax.export: free"}, Formula::kFree},
+    {{"shape_assertion", CostRole::kFree, OpClass::kOther, "shape check of jax.export: free"},
+     Formula::kFree},
     {{"check.*", CostRole::kFree, OpClass::kOther, "test assertion: free"}, Formula::kFree},
     // Kernels with a formula.
     {{"__cublas$gemm", CostRole::kCompute, OpClass::kGemm,
@@ -110,10 +127,22 @@ constexpr CustomCallEntry kCustomCalls[] = {
       "M = lhs elements / (B K), N = result elements / (B M); FLOPs = 2 B M N K"},
      Formula::kGemm},
     {{"__cublas$lt$matmul*", CostRole::kCompute, OpClass::kGemm, "GEMM, as __cublas$gemm"}, Formula::kGemm},
+    {{"orrery.attention", CostRole::kCompute, OpClass::kGemm,
+      "fused (flash) attention forward, operands q [B, A, Sq, D], k and v [B, K, Sk, D]: the two GEMMs QK^T "
+      "and "
+      "PV as one of batch 2 B A, M = Sq, N = Sk c, K = D (c = 1/2 when backend_config says causal, else 1); "
+      "FLOPs = 4 B A Sq Sk D c"},
+     Formula::kAttention},
+    {{"orrery.attention_backward", CostRole::kCompute, OpClass::kGemm,
+      "fused (flash) attention backward, operands q, k, v as the forward's: five GEMMs (QK^T again, dP, dV, "
+      "dQ, "
+      "dK) as one of batch 5 B A, M = Sq, N = Sk c, K = D; FLOPs = 10 B A Sq Sk D c"},
+     Formula::kAttentionBackward},
     {{"*getrf*", CostRole::kCompute, OpClass::kOther,
       "LU factorisation of each m x n matrix (m >= n after swapping): FLOPs = m n^2 - n^3 / 3"},
      Formula::kLu},
-    {{"*potrf*", CostRole::kCompute, OpClass::kOther, "Cholesky factorisation of each n x n matrix: FLOPs = n^3 / 3"},
+    {{"*potrf*", CostRole::kCompute, OpClass::kOther,
+      "Cholesky factorisation of each n x n matrix: FLOPs = n^3 / 3"},
      Formula::kCholesky},
     {{"*geqrf*", CostRole::kCompute, OpClass::kOther,
       "QR factorisation of each m x n matrix (m >= n after swapping): FLOPs = 2 m n^2 - 2 n^3 / 3"},
@@ -1138,6 +1167,28 @@ void OpCounter::count_custom_call(const Op& op, OpCount& out) const {
       s.bytes_written = Bytes{result == workload::kNoId ? 0 : type_bytes(result, flags)};  // not the workspace
       s.flops = Flops{2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k)};
+      return;
+    }
+    case Formula::kAttention:
+    case Formula::kAttentionBackward: {
+      // q [B, A, Sq, D] and k [B, K, Sk, D]; other ranks are refused as empty work (flagged).
+      const TypeId k_type = operand_type(op, 1);
+      if (rank != 4 || k_type == workload::kNoId || program_.types().rank(k_type) != 4) {
+        flags |= kFlagUnknownCustomCall;
+        s.op_class = OpClass::kCustomCall;
+        return;
+      }
+      const std::string_view config = program_.attribute(op, "backend_config").value_or("");
+      const bool causal = config.find("causal") != std::string_view::npos;
+      const std::uint64_t heads = dimension(a, 0, flags) * dimension(a, 1, flags);
+      const std::uint64_t keys = dimension(k_type, 2, flags);
+      const std::uint64_t gemms = entry->formula == Formula::kAttention ? 2 : 5;
+      s.gemm = GemmShape{gemms * heads, dimension(a, 2, flags), causal ? (keys + 1) / 2 : keys,
+                         dimension(a, 3, flags)};
+      s.elements = 0;
+      s.element_type = operand_element(op);
+      s.flops = Flops{2.0 * static_cast<double>(s.gemm.batch) * static_cast<double>(s.gemm.m) *
+                      static_cast<double>(s.gemm.n) * static_cast<double>(s.gemm.k)};
       return;
     }
     case Formula::kLu: {

@@ -1,0 +1,177 @@
+// `orrery generate llm [--model NAME] [--layers ...] --dp D --tp T --pp P ... --out DIR`: writes
+// one StableHLO module per pipeline stage (DIR/stage_<s>.mlir) and a scenario that runs them
+// (DIR/scenario.yaml), and prints what was generated (docs/generate.md).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "frontend/generate/llm.h"
+#include "util/error.h"
+
+namespace orrery::cli {
+namespace {
+
+namespace gen = frontend::generate;
+
+struct GenerateArguments {
+  std::string model;
+  std::optional<std::uint32_t> layers, hidden, heads, head_dim, kv_heads, ffn, vocab;
+  gen::LlmJob job;
+  std::string schedule = "1f1b";
+  std::string recompute = "none";
+  std::string grad_dtype = "f32";
+  std::string attention = "flash";
+  gen::ScenarioOptions scenario;
+  std::string out;
+  bool json = false;
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) {
+    throw OrreryError(ErrorCode::kIo, fmt::format("{}: cannot write the file", path.string()));
+  }
+}
+
+int generate_llm(GenerateArguments& a) {
+  gen::LlmJob job = a.job;
+  if (!a.model.empty()) {
+    job.model = gen::llm_preset(a.model);
+  } else if (!a.layers || !a.hidden || !a.heads || !a.ffn || !a.vocab) {
+    throw OrreryError(
+        ErrorCode::kConfig,
+        "generate llm: name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
+  }
+  // Explicit dimensions override the preset's.
+  if (a.layers) job.model.layers = *a.layers;
+  if (a.hidden) job.model.hidden = *a.hidden;
+  if (a.heads) job.model.heads = *a.heads;
+  if (a.head_dim) job.model.head_dim = *a.head_dim;
+  if (a.ffn) job.model.ffn = *a.ffn;
+  if (a.vocab) job.model.vocab = *a.vocab;
+  if (a.kv_heads) {
+    job.model.kv_heads = *a.kv_heads;
+  } else if (a.model.empty()) {
+    job.model.kv_heads = job.model.heads;  // multi-head attention unless told otherwise
+  }
+  if (a.layers || a.hidden || a.heads || a.head_dim || a.kv_heads || a.ffn || a.vocab) {
+    job.model.name = a.model.empty() ? "custom" : a.model + " (modified)";
+  }
+  job.schedule = a.schedule == "gpipe" ? gen::PipelineSchedule::kGPipe : gen::PipelineSchedule::kOneFOneB;
+  job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
+  job.grads_in_bf16 = a.grad_dtype == "bf16";
+  job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
+  gen::validate(job);
+
+  const std::filesystem::path out(a.out);
+  std::error_code error;
+  std::filesystem::create_directories(out, error);
+  if (error) {
+    throw OrreryError(ErrorCode::kIo,
+                      fmt::format("--out {}: cannot create the directory: {}", a.out, error.message()));
+  }
+  nlohmann::json files = nlohmann::json::array();
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    const std::filesystem::path path = out / fmt::format("{}{}.mlir", a.scenario.program_prefix, stage);
+    write_file(path, gen::stage_program(job, stage));
+    files.push_back(path.string());
+  }
+  const std::filesystem::path scenario = out / "scenario.yaml";
+  write_file(scenario, gen::scenario_yaml(job, a.scenario));
+
+  const gen::LlmFacts facts = gen::facts(job);
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = job.model.name;
+    j["parameters"] = facts.parameters;
+    j["devices"] = facts.devices;
+    j["global_batch"] = facts.global_batch;
+    j["tokens_per_step"] = facts.tokens_per_step;
+    j["model_flops"] = facts.model_flops;
+    j["stage_layers"] = gen::stage_layers(job);
+    j["stage_parameters_per_device"] = facts.stage_parameters;
+    j["programs"] = files;
+    j["scenario"] = scenario.string();
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf(
+      "%s",
+      fmt::format(
+          "{}: {} layers, width {}, {} heads of {} ({} kv), FFN {}, vocabulary {}: {:.4g} B parameters\n",
+          job.model.name, job.model.layers, job.model.hidden, job.model.heads, job.model.head_dimension(),
+          job.model.kv_heads, job.model.ffn, job.model.vocab, static_cast<double>(facts.parameters) / 1e9)
+          .c_str());
+  std::printf(
+      "%s", fmt::format("{} devices (tp {} x dp {} x pp {}), global batch {} x {} tokens, {:.4g} model FLOPs "
+                        "per step\n",
+                        facts.devices, job.tp, job.dp, job.pp, facts.global_batch, job.seq, facts.model_flops)
+                .c_str());
+  const auto layers = gen::stage_layers(job);
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    std::printf("%s", fmt::format("  {}: {} layers, {:.4g} M parameters per device\n",
+                                  files[stage].get<std::string>(), layers[stage],
+                                  static_cast<double>(facts.stage_parameters[stage]) / 1e6)
+                          .c_str());
+  }
+  std::printf("%s", fmt::format("run it: orrery run {}\n", scenario.string()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
+  auto a = std::make_shared<GenerateArguments>();
+  auto* command =
+      app.add_subcommand("generate", "Synthesise training programs and a scenario that runs them.");
+  command->require_subcommand(1, 1);
+  auto* llm = command->add_subcommand(
+      "llm", "A Llama-style decoder trained with AdamW under tensor, pipeline and data parallelism.");
+  llm->add_option("--model", a->model, "Preset: llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b");
+  llm->add_option("--layers", a->layers, "Decoder layers");
+  llm->add_option("--hidden", a->hidden, "Model width");
+  llm->add_option("--heads", a->heads, "Attention heads");
+  llm->add_option("--head-dim", a->head_dim, "Head dimension (default: --hidden / --heads)");
+  llm->add_option("--kv-heads", a->kv_heads, "Key/value heads (grouped-query attention; default: --heads)");
+  llm->add_option("--ffn", a->ffn, "SwiGLU inner width");
+  llm->add_option("--vocab", a->vocab, "Vocabulary size");
+  llm->add_option("--dp", a->job.dp, "Data-parallel replicas")->capture_default_str();
+  llm->add_option("--tp", a->job.tp, "Tensor-parallel degree")->capture_default_str();
+  llm->add_option("--pp", a->job.pp, "Pipeline stages")->capture_default_str();
+  llm->add_option("--micro-batch", a->job.micro_batch, "Sequences per microbatch per replica")
+      ->capture_default_str();
+  llm->add_option("--micro-batches", a->job.micro_batches, "Microbatches per step")->capture_default_str();
+  llm->add_option("--seq", a->job.seq, "Sequence length")->capture_default_str();
+  llm->add_option("--schedule", a->schedule, "Pipeline schedule: 1f1b or gpipe")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+      ->capture_default_str();
+  llm->add_option("--recompute", a->recompute, "Activation recomputation: none or full")
+      ->check(CLI::IsMember({"none", "full"}))
+      ->capture_default_str();
+  llm->add_option("--attention", a->attention,
+                  "Attention: flash (one fused kernel each way) or naive (scores materialised)")
+      ->check(CLI::IsMember({"flash", "naive"}))
+      ->capture_default_str();
+  llm->add_option("--grad-dtype", a->grad_dtype, "Gradient accumulation and all-reduce type: f32 or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  llm->add_option("--hardware", a->scenario.hardware, "Hardware preset named in the scenario")
+      ->capture_default_str();
+  llm->add_option("--devices-per-node", a->scenario.devices_per_node, "Devices per node in the scenario")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  llm->add_option("--out", a->out, "Output directory")->required();
+  llm->add_flag("--json", a->json, "Print what was generated as JSON");
+  return [a]() { return generate_llm(*a); };
+}
+
+}  // namespace orrery::cli

@@ -1,0 +1,1176 @@
+// LLM training-program synthesis (llm.h). The writer builds StableHLO text op by op with types
+// worked out as it goes, so every op's operand and result types agree by construction; the
+// frontend's parser checks them again when the files are read.
+#include "frontend/generate/llm.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "util/assert.h"
+#include "util/error.h"
+
+namespace orrery::frontend::generate {
+namespace {
+
+[[noreturn]] void fail(const std::string& message) {
+  throw OrreryError(ErrorCode::kConfig, message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Types and values.
+
+using Dims = std::vector<std::uint64_t>;
+
+struct Type {
+  Dims dims;
+  std::string element = "bf16";  // bf16, f32, i32, i1
+};
+
+std::string spell(const Type& type) {
+  if (type.dims.empty()) {
+    return fmt::format("tensor<{}>", type.element);
+  }
+  return fmt::format("tensor<{}x{}>", fmt::join(type.dims, "x"), type.element);
+}
+
+struct Value {
+  std::string name;
+  Type type;
+};
+
+std::string spell_types(const std::vector<Value>& values) {
+  std::vector<std::string> types;
+  types.reserve(values.size());
+  for (const Value& value : values) {
+    types.push_back(spell(value.type));
+  }
+  return fmt::format("{}", fmt::join(types, ", "));
+}
+
+std::string names(const std::vector<Value>& values) {
+  std::vector<std::string> out;
+  out.reserve(values.size());
+  for (const Value& value : values) {
+    out.push_back(value.name);
+  }
+  return fmt::format("{}", fmt::join(out, ", "));
+}
+
+std::string groups_attribute(const std::vector<std::vector<std::uint64_t>>& groups) {
+  std::vector<std::string> rows;
+  rows.reserve(groups.size());
+  for (const auto& group : groups) {
+    rows.push_back(fmt::format("[{}]", fmt::join(group, ", ")));
+  }
+  return fmt::format("dense<[{}]> : tensor<{}x{}xi64>", fmt::join(rows, ", "), groups.size(),
+                     groups.empty() ? 0 : groups.front().size());
+}
+
+// One function body: ops appended in order, SSA names %v<N> unique within the function (nested
+// regions take names from the same counter, as MLIR forbids shadowing).
+class Body {
+ public:
+  Value op(const Type& type, const std::string& text) {
+    Value value{fmt::format("%v{}", next_++), type};
+    out_ += fmt::format("    {} = {}\n", value.name, text);
+    return value;
+  }
+  std::vector<Value> ops(const std::vector<Type>& types, const std::string& text) {
+    ORRERY_ASSERT(!types.empty(), "an op with results");
+    if (types.size() == 1) {
+      return {op(types.front(), text)};
+    }
+    const std::string base = fmt::format("%v{}", next_++);
+    out_ += fmt::format("    {}:{} = {}\n", base, types.size(), text);
+    std::vector<Value> values;
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      values.push_back(Value{fmt::format("{}#{}", base, i), types[i]});
+    }
+    return values;
+  }
+  std::string fresh() { return fmt::format("%v{}", next_++); }
+  void line(const std::string& text) { out_ += fmt::format("    {}\n", text); }
+  [[nodiscard]] const std::string& text() const { return out_; }
+
+  // Elementwise.
+  Value binary(const char* name, const Value& a, const Value& b) {
+    ORRERY_ASSERT(a.type.dims == b.type.dims && a.type.element == b.type.element,
+                  "elementwise operands agree");
+    return op(a.type, fmt::format("stablehlo.{} {}, {} : {}", name, a.name, b.name, spell(a.type)));
+  }
+  Value add(const Value& a, const Value& b) { return binary("add", a, b); }
+  Value mul(const Value& a, const Value& b) { return binary("multiply", a, b); }
+  Value sub(const Value& a, const Value& b) { return binary("subtract", a, b); }
+  Value div(const Value& a, const Value& b) { return binary("divide", a, b); }
+  Value unary(const char* name, const Value& a) {
+    return op(a.type, fmt::format("stablehlo.{} {} : {}", name, a.name, spell(a.type)));
+  }
+  Value splat(const Type& type, const std::string& value) {
+    return op(type, fmt::format("stablehlo.constant dense<{}> : {}", value, spell(type)));
+  }
+  Value like(const Value& a, const std::string& value) { return splat(a.type, value); }
+  Value convert(const Value& a, const std::string& element) {
+    if (a.type.element == element) {
+      return a;
+    }
+    const Type type{a.type.dims, element};
+    return op(type, fmt::format("stablehlo.convert {} : ({}) -> {}", a.name, spell(a.type), spell(type)));
+  }
+
+  // Shape.
+  Value broadcast(const Value& a, const Dims& dims, const std::vector<std::uint64_t>& map) {
+    const Type type{dims, a.type.element};
+    return op(type, fmt::format("stablehlo.broadcast_in_dim {}, dims = [{}] : ({}) -> {}", a.name,
+                                fmt::join(map, ", "), spell(a.type), spell(type)));
+  }
+  Value reshape(const Value& a, const Dims& dims) {
+    const Type type{dims, a.type.element};
+    return op(type, fmt::format("stablehlo.reshape {} : ({}) -> {}", a.name, spell(a.type), spell(type)));
+  }
+  Value transpose(const Value& a, const std::vector<std::uint64_t>& permutation) {
+    Type type{{}, a.type.element};
+    for (const std::uint64_t d : permutation) {
+      type.dims.push_back(a.type.dims[d]);
+    }
+    return op(type, fmt::format("stablehlo.transpose {}, dims = [{}] : ({}) -> {}", a.name,
+                                fmt::join(permutation, ", "), spell(a.type), spell(type)));
+  }
+  // The slice [start, limit) of dimension `dim`, the others whole.
+  Value slice(const Value& a, std::size_t dim, std::uint64_t start, std::uint64_t limit) {
+    Type type = a.type;
+    type.dims[dim] = limit - start;
+    std::vector<std::string> ranges;
+    for (std::size_t d = 0; d < a.type.dims.size(); ++d) {
+      ranges.push_back(d == dim ? fmt::format("{}:{}", start, limit) : fmt::format("0:{}", a.type.dims[d]));
+    }
+    return op(type, fmt::format("stablehlo.slice {} [{}] : ({}) -> {}", a.name, fmt::join(ranges, ", "),
+                                spell(a.type), spell(type)));
+  }
+  Value concat(const std::vector<Value>& parts, std::size_t dim) {
+    Type type = parts.front().type;
+    type.dims[dim] = 0;
+    for (const Value& part : parts) {
+      type.dims[dim] += part.type.dims[dim];
+    }
+    return op(type, fmt::format("stablehlo.concatenate {}, dim = {} : ({}) -> {}", names(parts), dim,
+                                spell_types(parts), spell(type)));
+  }
+
+  // dot_general: result dims are the batch dims, then lhs's free dims, then rhs's (StableHLO's
+  // order); the result takes lhs's element type.
+  Value dot(const Value& lhs, const Value& rhs, const std::vector<std::uint64_t>& lhs_batch,
+            const std::vector<std::uint64_t>& rhs_batch, const std::vector<std::uint64_t>& lhs_contract,
+            const std::vector<std::uint64_t>& rhs_contract) {
+    Type type{{}, lhs.type.element};
+    for (const std::uint64_t d : lhs_batch) {
+      type.dims.push_back(lhs.type.dims[d]);
+    }
+    auto free_dims = [&](const Value& v, const std::vector<std::uint64_t>& batch,
+                         const std::vector<std::uint64_t>& contract) {
+      for (std::uint64_t d = 0; d < v.type.dims.size(); ++d) {
+        if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+            std::find(contract.begin(), contract.end(), d) == contract.end()) {
+          type.dims.push_back(v.type.dims[d]);
+        }
+      }
+    };
+    free_dims(lhs, lhs_batch, lhs_contract);
+    free_dims(rhs, rhs_batch, rhs_contract);
+    const std::string batching = lhs_batch.empty()
+                                     ? ""
+                                     : fmt::format("batching_dims = [{}] x [{}], ",
+                                                   fmt::join(lhs_batch, ", "), fmt::join(rhs_batch, ", "));
+    return op(type,
+              fmt::format("stablehlo.dot_general {}, {}, {}contracting_dims = [{}] x [{}] : ({}, {}) -> {}",
+                          lhs.name, rhs.name, batching, fmt::join(lhs_contract, ", "),
+                          fmt::join(rhs_contract, ", "), spell(lhs.type), spell(rhs.type), spell(type)));
+  }
+  // A matrix product of 2-D operands contracting lhs dim `lc` with rhs dim `rc`.
+  Value matmul(const Value& lhs, const Value& rhs, std::uint64_t lc, std::uint64_t rc) {
+    return dot(lhs, rhs, {}, {}, {lc}, {rc});
+  }
+
+  // reduce over `dims` with add or maximum, in the operand's element type.
+  Value reduce(const Value& a, const std::vector<std::uint64_t>& dims, const char* how) {
+    const std::string init_value = std::string(how) == "maximum" ? "0xFF800000" : "0.000000e+00";
+    const Value init = splat(Type{{}, a.type.element}, init_value);
+    Type type{{}, a.type.element};
+    for (std::uint64_t d = 0; d < a.type.dims.size(); ++d) {
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+        type.dims.push_back(a.type.dims[d]);
+      }
+    }
+    return op(type,
+              fmt::format("stablehlo.reduce({} init: {}) applies stablehlo.{} across dimensions = [{}] : "
+                          "({}, {}) -> {}",
+                          a.name, init.name, how, fmt::join(dims, ", "), spell(a.type), spell(init.type),
+                          spell(type)));
+  }
+
+  Value all_reduce(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
+                   std::uint64_t handle, const char* how = "add") {
+    const std::string x = fresh();
+    const std::string y = fresh();
+    const std::string r = fresh();
+    const std::string scalar = spell(Type{{}, a.type.element});
+    return op(
+        a.type,
+        fmt::format("\"stablehlo.all_reduce\"({}) <{{channel_handle = #stablehlo.channel_handle<handle = {}, "
+                    "type = 1>, replica_groups = {}, use_global_device_ids}}> ({{\n"
+                    "    ^bb0({}: {}, {}: {}):\n"
+                    "      {} = stablehlo.{} {}, {} : {}\n"
+                    "      stablehlo.return {} : {}\n"
+                    "    }}) : ({}) -> {}",
+                    a.name, handle, groups_attribute(groups), x, scalar, y, scalar, r, how, x, y, scalar, r,
+                    scalar, spell(a.type), spell(a.type)));
+  }
+
+  std::vector<Value> barrier(const std::vector<Value>& values) {
+    std::vector<Type> types;
+    for (const Value& value : values) {
+      types.push_back(value.type);
+    }
+    return ops(types,
+               fmt::format("stablehlo.optimization_barrier {} : {}", names(values), spell_types(values)));
+  }
+
+  std::vector<Value> call(const std::string& callee, const std::vector<Value>& arguments,
+                          const std::vector<Type>& results) {
+    std::vector<std::string> result_types;
+    for (const Type& type : results) {
+      result_types.push_back(spell(type));
+    }
+    return ops(results, fmt::format("func.call @{}({}) : ({}) -> ({})", callee, names(arguments),
+                                    spell_types(arguments), fmt::join(result_types, ", ")));
+  }
+
+ private:
+  std::string out_;
+  std::uint64_t next_ = 0;
+};
+
+std::string function_text(const std::string& name, bool is_public, const std::vector<Value>& arguments,
+                          const Body& body, const std::vector<Value>& results) {
+  std::vector<std::string> parameters;
+  for (const Value& argument : arguments) {
+    parameters.push_back(fmt::format("{}: {}", argument.name, spell(argument.type)));
+  }
+  return fmt::format("  func.func {}@{}({}) -> ({}) {{\n{}    return {} : {}\n  }}\n",
+                     is_public ? "public " : "private ", name, fmt::join(parameters, ", "),
+                     spell_types(results), body.text(), names(results), spell_types(results));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model's local (per-device) shapes.
+
+struct Shape {
+  std::uint64_t b, s, n;        // microbatch sequences, sequence length, tokens (b * s)
+  std::uint64_t h, a, k, d, g;  // width, local heads, local kv heads, head dim, heads per kv head
+  std::uint64_t q;              // local QKV width (a + 2k) * d
+  std::uint64_t f;              // local FFN width
+  std::uint64_t v;              // local vocabulary
+};
+
+Shape shape_of(const LlmJob& job) {
+  const LlmModel& m = job.model;
+  Shape s{};
+  s.b = job.micro_batch;
+  s.s = job.seq;
+  s.n = s.b * s.s;
+  s.h = m.hidden;
+  s.a = m.heads / job.tp;
+  s.k = m.kv_heads / job.tp;
+  s.d = m.head_dimension();
+  s.g = m.heads / m.kv_heads;
+  s.q = (s.a + 2 * s.k) * s.d;
+  s.f = m.ffn / job.tp;
+  s.v = (m.vocab + job.tp - 1) / job.tp;  // the vocabulary padded to a multiple of tp
+  return s;
+}
+
+// A parameter tensor of a stage, per device.
+struct Param {
+  std::string name;
+  Dims dims;
+};
+
+std::vector<Param> layer_params(const Shape& s) {
+  return {{"attention_norm", {s.h}}, {"wqkv", {s.h, s.q}},          {"wo", {s.a * s.d, s.h}},
+          {"mlp_norm", {s.h}},       {"w_gate_up", {s.h, 2 * s.f}}, {"w_down", {s.f, s.h}}};
+}
+constexpr std::size_t kLayerParams = 6;
+
+std::uint64_t elements(const Dims& dims) {
+  std::uint64_t n = 1;
+  for (const std::uint64_t d : dims) {
+    n *= d;
+  }
+  return n;
+}
+
+// Collective groups of a stage's devices: device id = dp_index * tp + tp_index.
+struct Groups {
+  std::vector<std::vector<std::uint64_t>> tp;
+  std::vector<std::vector<std::uint64_t>> dp;
+};
+
+Groups groups_of(const LlmJob& job) {
+  Groups groups;
+  for (std::uint64_t r = 0; r < job.dp; ++r) {
+    std::vector<std::uint64_t> group;
+    for (std::uint64_t t = 0; t < job.tp; ++t) {
+      group.push_back(r * job.tp + t);
+    }
+    groups.tp.push_back(std::move(group));
+  }
+  for (std::uint64_t t = 0; t < job.tp; ++t) {
+    std::vector<std::uint64_t> group;
+    for (std::uint64_t r = 0; r < job.dp; ++r) {
+      group.push_back(r * job.tp + t);
+    }
+    groups.dp.push_back(std::move(group));
+  }
+  return groups;
+}
+
+// Writes one stage's module.
+class StageWriter {
+ public:
+  StageWriter(const LlmJob& job, std::uint32_t stage)
+      : job_(job),
+        s_(shape_of(job)),
+        groups_(groups_of(job)),
+        stage_(stage),
+        first_(stage == 0),
+        last_(stage + 1 == job.pp) {}
+
+  std::string write() {
+    std::string functions;
+    functions += norm_forward_function();
+    functions += norm_backward_function();
+    functions += layer_forward_function();
+    functions += layer_backward_function();
+    if (first_) {
+      functions += embed_functions();
+    }
+    if (last_) {
+      functions += head_function();
+    }
+    const std::string main = main_function();
+    const std::uint64_t devices = static_cast<std::uint64_t>(job_.dp) * job_.tp;
+    return fmt::format(
+        "// Generated by `orrery generate llm` (docs/generate.md): {} ({} layers, width {}, {} heads of {}, "
+        "{} kv heads, "
+        "FFN {}, vocabulary {}),\n"
+        "// pipeline stage {} of {} ({} layers), tp {} x dp {} devices, {} microbatches of {} x {} tokens, "
+        "{} "
+        "schedule, {} attention{}.\n"
+        "module @llm_stage_{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} "
+        "{{\n{}{}}}\n",
+        job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
+        job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
+        job_.tp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
+        job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
+        job_.recompute == Recompute::kFull ? ", full activation recomputation" : "", stage_, devices,
+        functions, main);
+  }
+
+ private:
+  // Collective channel handles start above the point-to-point ones.
+  std::uint64_t next_handle() { return kCollectiveHandleBase + next_handle_++; }
+  static constexpr std::uint64_t kCollectiveHandleBase = 1'000'000'000;
+
+  Value tp_all_reduce(Body& body, const Value& a, const char* how = "add") {
+    return job_.tp > 1 ? body.all_reduce(a, groups_.tp, next_handle(), how) : a;
+  }
+
+  Type act() const { return Type{{s_.n, s_.h}, "bf16"}; }
+
+  // RMSNorm: (x, w) -> (out, rsqrt of the mean square per token).
+  std::string norm_forward_function() {
+    Body body;
+    const Value x{"%x", act()};
+    const Value w{"%w", Type{{s_.h}, "bf16"}};
+    const Value xf = body.convert(x, "f32");
+    const Value ss = body.reduce(body.mul(xf, xf), {1}, "add");
+    const Value mean = body.mul(ss, body.like(ss, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
+    const Value rs = body.unary("rsqrt", body.add(mean, body.like(mean, "1.000000e-05")));
+    const Value xn = body.mul(xf, body.broadcast(rs, {s_.n, s_.h}, {0}));
+    const Value out = body.mul(body.convert(xn, "bf16"), body.broadcast(w, {s_.n, s_.h}, {1}));
+    return function_text("rms_norm", false, {x, w}, body, {out, rs});
+  }
+
+  // RMSNorm backward: (dout, x, rs, w) -> (dx, dw).
+  std::string norm_backward_function() {
+    Body body;
+    const Value dout{"%dout", act()};
+    const Value x{"%x", act()};
+    const Value rs{"%rs", Type{{s_.n}, "f32"}};
+    const Value w{"%w", Type{{s_.h}, "bf16"}};
+    const Value rsb = body.broadcast(rs, {s_.n, s_.h}, {0});
+    const Value xn = body.mul(body.convert(x, "f32"), rsb);
+    const Value df = body.convert(dout, "f32");
+    const Value dw = body.convert(body.reduce(body.mul(df, xn), {0}, "add"), "bf16");
+    const Value dxn = body.mul(df, body.broadcast(body.convert(w, "f32"), {s_.n, s_.h}, {1}));
+    const Value dot = body.reduce(body.mul(dxn, xn), {1}, "add");
+    const Value mean = body.mul(dot, body.like(dot, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
+    const Value centred = body.sub(dxn, body.mul(xn, body.broadcast(mean, {s_.n, s_.h}, {0})));
+    const Value dx = body.convert(body.mul(centred, rsb), "bf16");
+    return function_text("rms_norm_backward", false, {dout, x, rs, w}, body, {dx, dw});
+  }
+
+  // Rotary embedding of (n, heads, d): x * cos + rotate_half(x) * sin; `inverse` applies the
+  // transpose (the backward pass).
+  Value rope(Body& body, const Value& x, bool inverse) {
+    const std::uint64_t half = s_.d / 2;
+    const Value lo = body.slice(x, 2, 0, half);
+    const Value hi = body.slice(x, 2, half, s_.d);
+    const Value rotated = inverse ? body.concat({hi, body.unary("negate", lo)}, 2)
+                                  : body.concat({body.unary("negate", hi), lo}, 2);
+    const Value cosine = body.like(x, "5.000000e-01");
+    const Value sine = body.like(x, "8.660000e-01");
+    return body.add(body.mul(x, cosine), body.mul(rotated, sine));
+  }
+
+  // (n, heads * d) in token order -> (b, heads, s, d).
+  Value to_heads(Body& body, const Value& x, std::uint64_t heads) {
+    return body.transpose(body.reshape(x, {s_.b, s_.s, heads, s_.d}), {0, 2, 1, 3});
+  }
+  // (b, heads, s, d) -> (n, heads, d).
+  Value from_heads(Body& body, const Value& x, std::uint64_t heads) {
+    return body.reshape(body.transpose(x, {0, 2, 1, 3}), {s_.n, heads, s_.d});
+  }
+  // Grouped-query attention: (b, k, s, d) -> (b, a, s, d), each kv head serving g query heads.
+  Value expand_kv(Body& body, const Value& x) {
+    if (s_.g == 1) {
+      return x;
+    }
+    const Value wide = body.broadcast(x, {s_.b, s_.k, s_.g, s_.s, s_.d}, {0, 1, 3, 4});
+    return body.reshape(wide, {s_.b, s_.a, s_.s, s_.d});
+  }
+  // Its transpose: the g query heads' gradients summed per kv head.
+  Value reduce_kv(Body& body, const Value& x) {
+    if (s_.g == 1) {
+      return x;
+    }
+    const Value grouped = body.reshape(body.convert(x, "f32"), {s_.b, s_.k, s_.g, s_.s, s_.d});
+    return body.convert(body.reduce(grouped, {2}, "add"), "bf16");
+  }
+
+  std::vector<Value> layer_weights() const {
+    std::vector<Value> weights;
+    for (const Param& param : layer_params(s_)) {
+      weights.push_back(Value{"%" + param.name, Type{param.dims, "bf16"}});
+    }
+    return weights;
+  }
+
+  bool flash() const { return job_.attention == Attention::kFlash; }
+
+  // What the backward pass reads of the attention core: flash: q, k, v (kv heads unexpanded), the
+  // output and the softmax statistics; naive: q, k and v expanded to every head, and the
+  // probabilities.
+  std::vector<Type> attention_saved_types() const {
+    const Type heads{{s_.b, s_.a, s_.s, s_.d}, "bf16"};
+    if (flash()) {
+      const Type kv{{s_.b, s_.k, s_.s, s_.d}, "bf16"};
+      return {heads, kv, kv, heads, Type{{s_.b, s_.a, s_.s}, "f32"}};
+    }
+    return {heads, heads, heads, Type{{s_.b, s_.a, s_.s, s_.s}, "bf16"}};
+  }
+
+  // What the backward pass reads of the forward pass, in layer_forward's result order after y:
+  // x, rs1, n1, the attention core's, context, h (after the attention residual), rs2, n2, the
+  // gate and up projections, the SwiGLU output.
+  std::vector<Type> saved_types() const {
+    std::vector<Type> types{act(), Type{{s_.n}, "f32"}, act()};
+    for (const Type& t : attention_saved_types()) {
+      types.push_back(t);
+    }
+    for (const Type& t : {Type{{s_.n, s_.a * s_.d}, "bf16"}, act(), Type{{s_.n}, "f32"}, act(),
+                          Type{{s_.n, 2 * s_.f}, "bf16"}, Type{{s_.n, s_.f}, "bf16"}}) {
+      types.push_back(t);
+    }
+    return types;
+  }
+
+  std::string layer_forward_function() {
+    Body body;
+    const Value x{"%x", act()};
+    const std::vector<Value> w = layer_weights();
+    const Type stats{{s_.n}, "f32"};
+    // Attention.
+    const auto norm1 = body.call("rms_norm", {x, w[0]}, {act(), stats});
+    const Value qkv = body.matmul(norm1[0], w[1], 1, 0);
+    const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
+    const Value k = rope(
+        body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}), false);
+    const Value v = body.reshape(body.slice(qkv, 1, (s_.a + s_.k) * s_.d, s_.q), {s_.n, s_.k, s_.d});
+    const Value qh = to_heads(body, body.reshape(q, {s_.n, s_.a * s_.d}), s_.a);
+    const Value kh = to_heads(body, body.reshape(k, {s_.n, s_.k * s_.d}), s_.k);
+    const Value vh = to_heads(body, body.reshape(v, {s_.n, s_.k * s_.d}), s_.k);
+    Value context;
+    std::vector<Value> core;
+    if (flash()) {
+      const Type lse{{s_.b, s_.a, s_.s}, "f32"};
+      const std::vector<Value> fused =
+          body.ops({qh.type, lse},
+                   fmt::format("stablehlo.custom_call @orrery.attention({}, {}, {}) {{backend_config = "
+                               "\"causal\"}} : ({}, {}, {}) -> ({}, {})",
+                               qh.name, kh.name, vh.name, spell(qh.type), spell(kh.type), spell(vh.type),
+                               spell(qh.type), spell(lse)));
+      context = fused[0];
+      core = {qh, kh, vh, fused[0], fused[1]};
+    } else {
+      const Value kx = expand_kv(body, kh);
+      const Value vx = expand_kv(body, vh);
+      const Value scores = body.convert(body.dot(qh, kx, {0, 1}, {0, 1}, {3}, {3}), "f32");
+      const Value scaled = body.add(
+          body.mul(scores,
+                   body.like(scores, fmt::format("{:e}", 1.0 / std::sqrt(static_cast<double>(s_.d))))),
+          body.like(scores, "0.000000e+00"));  // the causal mask, added
+      const Dims rows{s_.b, s_.a, s_.s, s_.s};
+      const Value max = body.reduce(scaled, {3}, "maximum");
+      const Value e = body.unary("exponential", body.sub(scaled, body.broadcast(max, rows, {0, 1, 2})));
+      const Value sum = body.reduce(e, {3}, "add");
+      const Value probs = body.convert(body.div(e, body.broadcast(sum, rows, {0, 1, 2})), "bf16");
+      context = body.dot(probs, vx, {0, 1}, {0, 1}, {3}, {2});
+      core = {qh, kx, vx, probs};
+    }
+    const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
+    const Value out = tp_all_reduce(body, body.matmul(ctx, w[2], 1, 0));
+    const Value h = body.add(x, out);
+    // SwiGLU MLP.
+    const auto norm2 = body.call("rms_norm", {h, w[3]}, {act(), stats});
+    const Value gate_up = body.matmul(norm2[0], w[4], 1, 0);
+    const Value gate = body.slice(gate_up, 1, 0, s_.f);
+    const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
+    const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
+    const Value down = tp_all_reduce(body, body.matmul(swiglu, w[5], 1, 0));
+    const Value y = body.add(h, down);
+    std::vector<Value> arguments{x};
+    arguments.insert(arguments.end(), w.begin(), w.end());
+    std::vector<Value> results{y, x, norm1[1], norm1[0]};
+    results.insert(results.end(), core.begin(), core.end());
+    results.insert(results.end(), {ctx, h, norm2[1], norm2[0], gate_up, swiglu});
+    return function_text("layer_forward", false, arguments, body, results);
+  }
+
+  std::string layer_backward_function() {
+    Body body;
+    const Value dy{"%dy", act()};
+    const std::vector<Value> w = layer_weights();
+    const std::vector<Type> saved_type = saved_types();
+    std::vector<Value> saved;
+    for (std::size_t i = 0; i < saved_type.size(); ++i) {
+      saved.push_back(Value{fmt::format("%saved{}", i), saved_type[i]});
+    }
+    const std::size_t c = 3 + attention_saved_types().size();  // the first saved value after the core
+    const Value &x = saved[0], &rs1 = saved[1], &n1 = saved[2];
+    const Value &ctx = saved[c], &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
+    const Value &gate_up = saved[c + 4], &swiglu = saved[c + 5];
+    // MLP.
+    const Value dswiglu = body.matmul(dy, w[5], 1, 1);
+    const Value dw_down = body.matmul(swiglu, dy, 0, 0);
+    const Value gate = body.slice(gate_up, 1, 0, s_.f);
+    const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
+    const Value sig = body.unary("logistic", gate);
+    const Value silu = body.mul(gate, sig);
+    const Value dup = body.mul(dswiglu, silu);
+    const Value one = body.like(gate, "1.000000e+00");
+    const Value dsilu = body.mul(sig, body.add(one, body.mul(gate, body.sub(one, sig))));
+    const Value dgate = body.mul(body.mul(dswiglu, up), dsilu);
+    const Value dgate_up = body.concat({dgate, dup}, 1);
+    const Value dn2 = tp_all_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
+    const Value dw_gate_up = body.matmul(n2, dgate_up, 0, 0);
+    const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {act(), Type{{s_.h}, "bf16"}});
+    const Value dh = body.add(dy, norm2[0]);
+    // Attention.
+    const Value dctx = body.matmul(dh, w[2], 1, 1);
+    const Value dw_o = body.matmul(ctx, dh, 0, 0);
+    const Value dcontext = to_heads(body, dctx, s_.a);
+    Value dq, dk, dv;  // dk and dv per kv head
+    if (flash()) {
+      const std::vector<Value> grads = body.ops(
+          {saved[3].type, saved[4].type, saved[5].type},
+          fmt::format(
+              "stablehlo.custom_call @orrery.attention_backward({}, {}, {}, {}, {}, {}) {{backend_config = "
+              "\"causal\"}} : ({}, {}, {}, {}, {}, {}) -> ({}, {}, {})",
+              saved[3].name, saved[4].name, saved[5].name, saved[6].name, saved[7].name, dcontext.name,
+              spell(saved[3].type), spell(saved[4].type), spell(saved[5].type), spell(saved[6].type),
+              spell(saved[7].type), spell(dcontext.type), spell(saved[3].type), spell(saved[4].type),
+              spell(saved[5].type)));
+      dq = grads[0];
+      dk = grads[1];
+      dv = grads[2];
+    } else {
+      const Value &qh = saved[3], &kh = saved[4], &vh = saved[5], &probs = saved[6];
+      const Value dprobs = body.dot(dcontext, vh, {0, 1}, {0, 1}, {3}, {3});
+      const Value dvx = body.dot(probs, dcontext, {0, 1}, {0, 1}, {2}, {2});
+      const Value pf = body.convert(probs, "f32");
+      const Value dpf = body.convert(dprobs, "f32");
+      const Dims rows{s_.b, s_.a, s_.s, s_.s};
+      const Value row = body.reduce(body.mul(dpf, pf), {3}, "add");
+      const Value dscores = body.mul(body.sub(dpf, body.broadcast(row, rows, {0, 1, 2})), pf);
+      const Value ds = body.convert(
+          body.mul(dscores,
+                   body.like(dscores, fmt::format("{:e}", 1.0 / std::sqrt(static_cast<double>(s_.d))))),
+          "bf16");
+      dq = body.dot(ds, kh, {0, 1}, {0, 1}, {3}, {2});
+      dk = reduce_kv(body, body.dot(ds, qh, {0, 1}, {0, 1}, {2}, {2}));
+      dv = reduce_kv(body, dvx);
+    }
+    const Value dq_tokens = rope(body, from_heads(body, dq, s_.a), true);
+    const Value dk_tokens = rope(body, from_heads(body, dk, s_.k), true);
+    const Value dv_tokens = from_heads(body, dv, s_.k);
+    const Value dqkv = body.concat(
+        {body.reshape(dq_tokens, {s_.n, s_.a * s_.d}), body.reshape(dk_tokens, {s_.n, s_.k * s_.d}),
+         body.reshape(dv_tokens, {s_.n, s_.k * s_.d})},
+        1);
+    const Value dn1 = tp_all_reduce(body, body.matmul(dqkv, w[1], 1, 1));
+    const Value dw_qkv = body.matmul(n1, dqkv, 0, 0);
+    const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {act(), Type{{s_.h}, "bf16"}});
+    const Value dx = body.add(dh, norm1[0]);
+    std::vector<Value> arguments{dy};
+    arguments.insert(arguments.end(), w.begin(), w.end());
+    arguments.insert(arguments.end(), saved.begin(), saved.end());
+    return function_text("layer_backward", false, arguments, body,
+                         {dx, norm1[1], dw_qkv, dw_o, norm2[1], dw_gate_up, dw_down});
+  }
+
+  Type index_type() const { return Type{{s_.n, 1}, "i32"}; }
+  Type table_type() const { return Type{{s_.v, s_.h}, "bf16"}; }
+
+  // The vocabulary-parallel embedding: each device gathers the rows of its vocabulary shard
+  // (rows outside it read as zero) and the tensor-parallel group sums them.
+  std::string embed_functions() {
+    std::string text;
+    {
+      Body body;
+      const Value table{"%table", table_type()};
+      const Value ids{"%ids", index_type()};
+      const Value rows = body.op(
+          act(),
+          fmt::format(
+              "\"stablehlo.gather\"({}, {}) <{{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
+              "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = "
+              "array<i64: 1, {}>}}> : ({}, {}) -> {}",
+              table.name, ids.name, s_.h, spell(table.type), spell(ids.type), spell(act())));
+      text += function_text("embed", false, {table, ids}, body, {tp_all_reduce(body, rows)});
+    }
+    {
+      Body body;
+      const Value dx{"%dx", act()};
+      const Value ids{"%ids", index_type()};
+      const Value zeros = body.splat(table_type(), "0.000000e+00");
+      const std::string a = body.fresh();
+      const std::string b = body.fresh();
+      const std::string r = body.fresh();
+      const Value dtable = body.op(
+          table_type(),
+          fmt::format(
+              "\"stablehlo.scatter\"({}, {}, {}) <{{scatter_dimension_numbers = #stablehlo.scatter<"
+              "update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], "
+              "index_vector_dim = 1>}}> ({{\n"
+              "    ^bb0({}: tensor<bf16>, {}: tensor<bf16>):\n"
+              "      {} = stablehlo.add {}, {} : tensor<bf16>\n"
+              "      stablehlo.return {} : tensor<bf16>\n"
+              "    }}) : ({}, {}, {}) -> {}",
+              zeros.name, ids.name, dx.name, a, b, r, a, b, r, spell(table_type()), spell(ids.type),
+              spell(act()), spell(table_type())));
+      text += function_text("embed_backward", false, {dx, ids}, body, {dtable});
+    }
+    return text;
+  }
+
+  // The last stage's final norm, vocabulary-parallel LM head and softmax cross-entropy, forward
+  // and backward: (y, norm weight, head weight, labels) -> (loss, dy, dnorm, dhead).
+  std::string head_function() {
+    Body body;
+    const Value y{"%y", act()};
+    const Value wn{"%final_norm", Type{{s_.h}, "bf16"}};
+    const Value wh{"%lm_head", Type{{s_.h, s_.v}, "bf16"}};
+    const Value labels{"%labels", index_type()};
+    const Type stats{{s_.n}, "f32"};
+    const auto norm = body.call("rms_norm", {y, wn}, {act(), stats});
+    const Value logits = body.convert(body.matmul(norm[0], wh, 1, 0), "f32");
+    const Dims full{s_.n, s_.v};
+    const Value max = tp_all_reduce(body, body.reduce(logits, {1}, "maximum"), "maximum");
+    const Value shifted = body.sub(logits, body.broadcast(max, full, {0}));
+    const Value e = body.unary("exponential", shifted);
+    const Value sum = tp_all_reduce(body, body.reduce(e, {1}, "add"));
+    const Value probs = body.div(e, body.broadcast(sum, full, {0}));
+    const Value iota =
+        body.op(Type{full, "i32"}, fmt::format("stablehlo.iota dim = 1 : {}", spell(Type{full, "i32"})));
+    const Value target = body.broadcast(body.reshape(labels, {s_.n}), full, {0});
+    const Type mask{full, "i1"};
+    const Value hit =
+        body.op(mask, fmt::format("stablehlo.compare  EQ, {}, {} : ({}, {}) -> {}", iota.name, target.name,
+                                  spell(iota.type), spell(target.type), spell(mask)));
+    const Value onehot = body.convert(hit, "f32");
+    const Value log_sum = body.broadcast(body.unary("log", sum), full, {0});
+    const Value picked = body.reduce(body.mul(body.sub(shifted, log_sum), onehot), {0, 1}, "add");
+    const Value loss = tp_all_reduce(
+        body, body.mul(picked, body.like(picked, fmt::format("{:e}", -1.0 / static_cast<double>(s_.n)))));
+    const Value dlogits =
+        body.convert(body.mul(body.sub(probs, onehot),
+                              body.like(probs, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n)))),
+                     "bf16");
+    const Value dnorm = tp_all_reduce(body, body.matmul(dlogits, wh, 1, 1));
+    const Value dhead = body.matmul(norm[0], dlogits, 0, 0);
+    const auto back = body.call("rms_norm_backward", {dnorm, y, norm[1], wn}, {act(), Type{{s_.h}, "bf16"}});
+    return function_text("head", false, {y, wn, wh, labels}, body, {loss, back[0], back[1], dhead});
+  }
+
+  // The stage's parameters in argument order.
+  std::vector<Param> params() const {
+    std::vector<Param> out;
+    if (first_) {
+      out.push_back({"embedding", {s_.v, s_.h}});
+    }
+    for (std::uint32_t l = 0; l < layers_; ++l) {
+      for (const Param& p : layer_params(s_)) {
+        out.push_back({fmt::format("layer{}_{}", first_layer_ + l, p.name), p.dims});
+      }
+    }
+    if (last_) {
+      out.push_back({"final_norm", {s_.h}});
+      out.push_back({"lm_head", {s_.h, s_.v}});
+    }
+    return out;
+  }
+
+  std::uint64_t p2p_handle(std::uint32_t from_stage, bool backward, std::uint32_t micro) const {
+    // One channel per stage boundary, direction and microbatch.
+    return 1 + (static_cast<std::uint64_t>(from_stage) * 2 + (backward ? 1 : 0)) * job_.micro_batches + micro;
+  }
+
+  std::string pairs() const {
+    std::vector<std::string> rows;
+    for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(job_.dp) * job_.tp; ++i) {
+      rows.push_back(fmt::format("[{}, {}]", i, i));
+    }
+    return fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
+  }
+
+  void send(Body& body, const Value& value, std::uint64_t handle) {
+    const Value token = body.op(Type{{}, "token"}, "stablehlo.create_token : !stablehlo.token");
+    body.line(fmt::format(
+        "{} = \"stablehlo.send\"({}, {}) {{channel_handle = #stablehlo.channel_handle<handle = {}, type = "
+        "1>, "
+        "is_host_transfer = false, source_target_pairs = {}}} : ({}, !stablehlo.token) -> !stablehlo.token",
+        body.fresh(), value.name, token.name, handle, pairs(), spell(value.type)));
+  }
+
+  Value recv(Body& body, const Type& type, std::uint64_t handle) {
+    const Value token = body.op(Type{{}, "token"}, "stablehlo.create_token : !stablehlo.token");
+    const std::vector<Value> results = body.ops(
+        {type, Type{{}, "token"}},
+        fmt::format(
+            "\"stablehlo.recv\"({}) {{channel_handle = #stablehlo.channel_handle<handle = {}, type = 1>, "
+            "is_host_transfer = false, source_target_pairs = {}}} : (!stablehlo.token) -> ({}, "
+            "!stablehlo.token)",
+            token.name, handle, pairs(), spell(type)));
+    return results[0];
+  }
+
+  // Holds `value` until `after` is computed: the schedule's order.
+  Value after(Body& body, const Value& value, const std::optional<Value>& prior) {
+    if (!prior) {
+      return value;
+    }
+    return body.barrier({value, *prior})[0];
+  }
+
+  std::string main_function() {
+    Body body;
+    const std::vector<Param> stage_params = params();
+    const std::string grad_element = job_.grads_in_bf16 ? "bf16" : "f32";
+    // Arguments: per parameter its bf16 working copy, f32 master copy and AdamW moments.
+    std::vector<Value> arguments;
+    std::vector<Value> weights, masters, firsts, seconds;
+    for (const Param& p : stage_params) {
+      weights.push_back(Value{"%" + p.name, Type{p.dims, "bf16"}});
+      masters.push_back(Value{"%" + p.name + "_master", Type{p.dims, "f32"}});
+      firsts.push_back(Value{"%" + p.name + "_m", Type{p.dims, "f32"}});
+      seconds.push_back(Value{"%" + p.name + "_v", Type{p.dims, "f32"}});
+    }
+    const std::uint64_t micro = job_.micro_batches;
+    const Value tokens{"%tokens", Type{{micro, s_.n, 1}, "i32"}};
+    const Value labels{"%labels", Type{{micro, s_.n, 1}, "i32"}};
+    if (first_) {
+      arguments.push_back(tokens);
+    }
+    if (last_) {
+      arguments.push_back(labels);
+    }
+    for (const auto* list : {&weights, &masters, &firsts, &seconds}) {
+      arguments.insert(arguments.end(), list->begin(), list->end());
+    }
+    const std::size_t layer_base = first_ ? 1 : 0;
+    auto layer_weights_of = [&](std::uint32_t l) {
+      return std::vector<Value>(
+          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + l * kLayerParams),
+          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + (l + 1) * kLayerParams));
+    };
+    auto micro_ids = [&](const Value& all, std::uint32_t m) {
+      return body.reshape(body.slice(all, 0, m, m + 1), {s_.n, 1});
+    };
+
+    // Gradients: accumulated over microbatches; a parameter's data-parallel all-reduce is written
+    // right after its last microbatch's gradient (Megatron's overlapped gradient reduction).
+    std::vector<std::optional<Value>> grads(stage_params.size());
+    std::vector<std::uint32_t> seen(stage_params.size(), 0);
+    std::vector<std::size_t> reduce_order;
+    auto accumulate = [&](std::size_t param, const Value& grad) {
+      // Each microbatch adds into the accumulator as its own kernel, in place (Megatron's
+      // main_grad): the barrier keeps the chain of adds from fusing into one kernel at the end,
+      // which would hold every microbatch's gradients until then.
+      const Value g = body.convert(grad, grad_element);
+      grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
+      if (++seen[param] == job_.micro_batches) {
+        if (job_.dp > 1) {
+          grads[param] = body.all_reduce(*grads[param], groups_.dp, next_handle());
+        }
+        reduce_order.push_back(param);
+      }
+    };
+
+    std::optional<Value> loss;
+    std::optional<Value> prior;  // the end of the previous unit of the schedule
+    std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
+    std::vector<std::optional<Value>> head_grads(micro);        // dy of the last stage, per microbatch
+    const std::size_t head_base = layer_base + layers_ * kLayerParams;
+    std::vector<Type> forward_results{act()};
+    for (const Type& t : saved_types()) {
+      forward_results.push_back(t);
+    }
+    std::vector<Type> backward_results{act()};
+    for (const Param& p : layer_params(s_)) {
+      backward_results.push_back(Type{p.dims, "bf16"});
+    }
+
+    auto forward = [&](std::uint32_t m) {
+      Value x;
+      if (first_) {
+        const Value ids = after(body, micro_ids(tokens, m), prior);
+        x = body.call("embed", {weights[0], ids}, {act()})[0];
+      } else {
+        x = after(body, recv(body, act(), p2p_handle(stage_ - 1, false, m)), prior);
+      }
+      stash[m].resize(layers_);
+      for (std::uint32_t l = 0; l < layers_; ++l) {
+        std::vector<Value> args{x};
+        const auto w = layer_weights_of(l);
+        args.insert(args.end(), w.begin(), w.end());
+        const std::vector<Value> results = body.call("layer_forward", args, forward_results);
+        if (job_.recompute == Recompute::kFull) {
+          stash[m][l] = {x};
+        } else {
+          stash[m][l].assign(results.begin() + 1, results.end());
+        }
+        x = results[0];
+      }
+      if (last_) {
+        const auto head =
+            body.call("head", {x, weights[head_base], weights[head_base + 1], micro_ids(labels, m)},
+                      {Type{{}, "f32"}, act(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+        loss = loss ? body.add(*loss, head[0]) : head[0];
+        head_grads[m] = head[1];
+        accumulate(head_base, head[2]);
+        accumulate(head_base + 1, head[3]);
+        prior = head[1];
+      } else {
+        send(body, x, p2p_handle(stage_, false, m));
+        prior = x;
+      }
+    };
+
+    auto backward = [&](std::uint32_t m) {
+      Value dy = last_ ? after(body, *head_grads[m], prior)
+                       : after(body, recv(body, act(), p2p_handle(stage_, true, m)), prior);
+      for (std::uint32_t i = layers_; i-- > 0;) {
+        const auto w = layer_weights_of(i);
+        std::vector<Value> saved = stash[m][i];
+        if (job_.recompute == Recompute::kFull) {
+          std::vector<Value> args{saved[0]};
+          args.insert(args.end(), w.begin(), w.end());
+          const std::vector<Value> again =
+              body.call("layer_forward", after_args(body, args, dy), forward_results);
+          saved.assign(again.begin() + 1, again.end());
+        }
+        std::vector<Value> args{dy};
+        args.insert(args.end(), w.begin(), w.end());
+        args.insert(args.end(), saved.begin(), saved.end());
+        const std::vector<Value> results = body.call("layer_backward", args, backward_results);
+        dy = results[0];
+        for (std::size_t p = 0; p < kLayerParams; ++p) {
+          accumulate(layer_base + i * kLayerParams + p, results[1 + p]);
+        }
+        stash[m][i].clear();
+      }
+      if (first_) {
+        accumulate(0, body.call("embed_backward", {dy, micro_ids(tokens, m)}, {table_type()})[0]);
+      } else {
+        send(body, dy, p2p_handle(stage_ - 1, true, m));
+      }
+      prior = dy;
+    };
+
+    // The schedule.
+    const std::uint32_t warmup = job_.schedule == PipelineSchedule::kGPipe
+                                     ? job_.micro_batches
+                                     : std::min<std::uint32_t>(job_.pp - stage_ - 1, job_.micro_batches);
+    std::uint32_t next_forward = 0;
+    std::uint32_t next_backward = 0;
+    for (; next_forward < warmup; ++next_forward) {
+      forward(next_forward);
+    }
+    while (next_backward < job_.micro_batches) {
+      if (next_forward < job_.micro_batches) {
+        forward(next_forward++);
+      }
+      backward(next_backward++);
+    }
+
+    // AdamW on every parameter shard (f32), in the order their gradients were reduced.
+    std::vector<Value> new_weights(stage_params.size()), new_masters(stage_params.size()),
+        new_firsts(stage_params.size()), new_seconds(stage_params.size());
+    for (const std::size_t p : reduce_order) {
+      const Value g = body.convert(*grads[p], "f32");
+      const Value m1 = body.add(body.mul(firsts[p], body.like(g, "9.000000e-01")),
+                                body.mul(g, body.like(g, "1.000000e-01")));
+      const Value v1 = body.add(body.mul(seconds[p], body.like(g, "9.500000e-01")),
+                                body.mul(body.mul(g, g), body.like(g, "5.000000e-02")));
+      const Value step = body.div(m1, body.add(body.unary("sqrt", v1), body.like(g, "1.000000e-08")));
+      const Value decayed = body.add(step, body.mul(masters[p], body.like(g, "1.000000e-01")));
+      const Value master = body.sub(masters[p], body.mul(decayed, body.like(g, "3.000000e-04")));
+      new_weights[p] = body.convert(master, "bf16");
+      new_masters[p] = master;
+      new_firsts[p] = m1;
+      new_seconds[p] = v1;
+    }
+    std::vector<Value> results;
+    if (loss) {
+      results.push_back(*loss);
+    }
+    for (const auto* list : {&new_weights, &new_masters, &new_firsts, &new_seconds}) {
+      results.insert(results.end(), list->begin(), list->end());
+    }
+    return function_text("main", true, arguments, body, results);
+  }
+
+  // Recomputation waits for the gradient it serves (as Megatron's checkpointed backward does):
+  // the layer's input passes a barrier with it.
+  std::vector<Value> after_args(Body& body, std::vector<Value> args, const Value& gradient) {
+    args[0] = body.barrier({args[0], gradient})[0];
+    return args;
+  }
+
+  const LlmJob& job_;
+  Shape s_;
+  Groups groups_;
+  std::uint32_t stage_;
+  bool first_;
+  bool last_;
+  std::uint32_t layers_ = stage_layers(job_)[stage_];
+  std::uint32_t first_layer_ = [this] {
+    std::uint32_t sum = 0;
+    const auto layers = stage_layers(job_);
+    for (std::uint32_t i = 0; i < stage_; ++i) {
+      sum += layers[i];
+    }
+    return sum;
+  }();
+  std::uint64_t next_handle_ = 0;
+};
+
+}  // namespace
+
+const std::vector<LlmModel>& llm_presets() {
+  // Published configurations: Llama 3 (Meta, "The Llama 3 Herd of Models", 2024, table 3),
+  // Llama 2 7B (Touvron et al., 2023), and the Llama3-100M of MaxText's test configurations
+  // (../shared/data/stablehlo/hespas_workloads).
+  static const std::vector<LlmModel> presets{
+      // MaxText's Llama3-100M as exported in ../shared/data/stablehlo/hespas_workloads: 14 layers,
+      // width 576, 9 heads of 128 (multi-head), FFN 2016.
+      {"llama3-100m", 14, 576, 9, 128, 9, 2016, 128256},
+      {"llama2-7b", 32, 4096, 32, 0, 32, 11008, 32000},
+      {"llama3-8b", 32, 4096, 32, 0, 8, 14336, 128256},
+      {"llama3-70b", 80, 8192, 64, 0, 8, 28672, 128256},
+      {"llama3-405b", 126, 16384, 128, 0, 8, 53248, 128256},
+  };
+  return presets;
+}
+
+LlmModel llm_preset(std::string_view name) {
+  std::vector<std::string> known;
+  for (const LlmModel& model : llm_presets()) {
+    if (model.name == name) {
+      return model;
+    }
+    known.push_back(model.name);
+  }
+  fail(fmt::format("--model: unknown model '{}' (presets: {})", name, fmt::join(known, ", ")));
+}
+
+void validate(const LlmJob& job) {
+  const LlmModel& m = job.model;
+  const std::pair<const char*, std::uint64_t> positive[] = {{"--layers", m.layers},
+                                                            {"--hidden", m.hidden},
+                                                            {"--heads", m.heads},
+                                                            {"--kv-heads", m.kv_heads},
+                                                            {"--ffn", m.ffn},
+                                                            {"--vocab", m.vocab},
+                                                            {"--dp", job.dp},
+                                                            {"--tp", job.tp},
+                                                            {"--pp", job.pp},
+                                                            {"--micro-batch", job.micro_batch},
+                                                            {"--micro-batches", job.micro_batches},
+                                                            {"--seq", job.seq}};
+  for (const auto& [name, value] : positive) {
+    if (value == 0) {
+      fail(fmt::format("{} must be at least 1", name));
+    }
+  }
+  if (m.head_dim == 0 && m.hidden % m.heads != 0) {
+    fail(fmt::format("--hidden {} is not a multiple of --heads {}: give --head-dim", m.hidden, m.heads));
+  }
+  if (m.head_dimension() % 2 != 0) {
+    fail(fmt::format("the head dimension {} must be even for the rotary embedding", m.head_dimension()));
+  }
+  if (m.heads % job.tp != 0) {
+    fail(fmt::format("--heads {} is not a multiple of --tp {}", m.heads, job.tp));
+  }
+  if (m.heads % m.kv_heads != 0) {
+    fail(fmt::format("--heads {} is not a multiple of --kv-heads {}", m.heads, m.kv_heads));
+  }
+  if (m.kv_heads % job.tp != 0) {
+    fail(fmt::format(
+        "--kv-heads {} is not a multiple of --tp {}: each tensor-parallel device holds whole kv heads",
+        m.kv_heads, job.tp));
+  }
+  if (m.ffn % job.tp != 0) {
+    fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
+  }
+  if (job.pp > m.layers) {
+    fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));
+  }
+  const std::uint64_t devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
+  if (devices > (1U << 26)) {
+    fail(fmt::format("dp x tp x pp = {} devices; at most 2^26", devices));
+  }
+  // Every tensor the writer forms must have dimensions and a byte size the frontend accepts.
+  const Shape s = shape_of(job);
+  const double largest = static_cast<double>(s.b) * static_cast<double>(s.a) * static_cast<double>(s.s) *
+                         static_cast<double>(s.s) * 4.0;
+  const double logits = static_cast<double>(s.n) * static_cast<double>(s.v) * 4.0;
+  if (std::max(largest, logits) > std::ldexp(1.0, 56)) {
+    fail("the attention scores or logits of one microbatch exceed 2^56 bytes: lower --micro-batch or --seq");
+  }
+}
+
+std::vector<std::uint32_t> stage_layers(const LlmJob& job) {
+  std::vector<std::uint32_t> layers(job.pp, job.model.layers / job.pp);
+  for (std::uint32_t i = 0; i < job.model.layers % job.pp; ++i) {
+    ++layers[i];
+  }
+  return layers;
+}
+
+LlmFacts facts(const LlmJob& job) {
+  const LlmModel& m = job.model;
+  const std::uint64_t d = m.head_dimension();
+  const std::uint64_t attention = static_cast<std::uint64_t>(m.hidden) * (m.heads + 2 * m.kv_heads) * d +
+                                  static_cast<std::uint64_t>(m.heads) * d * m.hidden;
+  const std::uint64_t mlp = 3ULL * m.hidden * m.ffn;
+  const std::uint64_t layer = attention + mlp + 2ULL * m.hidden;
+  const std::uint64_t vocab = static_cast<std::uint64_t>(m.vocab) * m.hidden;
+  LlmFacts out;
+  out.parameters = m.layers * layer + 2 * vocab + m.hidden;
+  out.devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
+  out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
+  out.tokens_per_step = out.global_batch * job.seq;
+  // Per token: 2 FLOPs per multiply-add of every matmul (layers and LM head; the embedding is a
+  // lookup), plus attention's QK^T and PV (2 * 2 * seq * heads * d per layer, the full square:
+  // the causal mask is added, not skipped); backward twice forward.
+  const double per_token = 2.0 * static_cast<double>(m.layers * (attention + mlp) + vocab) +
+                           4.0 * static_cast<double>(m.layers) * job.seq * m.heads * d;
+  const double passes = job.recompute == Recompute::kFull ? 4.0 : 3.0;
+  out.model_flops = passes * per_token * static_cast<double>(out.tokens_per_step);
+  const Shape s = shape_of(job);
+  const auto layers = stage_layers(job);
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    std::uint64_t n = 0;
+    for (const Param& p : layer_params(s)) {
+      n += elements(p.dims);
+    }
+    n *= layers[stage];
+    if (stage == 0) {
+      n += s.v * s.h;
+    }
+    if (stage + 1 == job.pp) {
+      n += s.h + s.h * s.v;
+    }
+    out.stage_parameters.push_back(n);
+  }
+  return out;
+}
+
+std::string stage_program(const LlmJob& job, std::uint32_t stage) {
+  validate(job);
+  ORRERY_ASSERT(stage < job.pp, "a stage of the job");
+  return StageWriter(job, stage).write();
+}
+
+std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options) {
+  validate(job);
+  const LlmFacts f = facts(job);
+  const std::uint64_t per_stage = static_cast<std::uint64_t>(job.dp) * job.tp;
+  const std::uint64_t per_node = std::min<std::uint64_t>(options.devices_per_node, f.devices);
+  const std::uint64_t nodes = (f.devices + per_node - 1) / per_node;
+  std::string text = fmt::format(
+      "# Generated by `orrery generate llm` (docs/generate.md): {} trained on {} devices\n"
+      "# (tp {} x dp {} x pp {}; global batch {} sequences of {} tokens, {} microbatches of {}).\n"
+      "# {} parameters; {:.4g} model FLOPs per step (6 x matmul parameters x tokens plus attention).\n"
+      "# Ranks: tp fastest, then dp, then pp (Megatron's order); the network below is a default:\n"
+      "# edit it or override keys with --set.\n",
+      job.model.name, f.devices, job.tp, job.dp, job.pp, f.global_batch, job.seq, job.micro_batches,
+      job.micro_batch, f.parameters, f.model_flops);
+  text += fmt::format(
+      "hardware: {}\nsystem:\n  devices_per_node: {}\n  scale_up: {{bandwidth_GBps: 450, latency_ns: 500}}\n"
+      "  endpoint_delay_ns: 1000\nnetwork:\n",
+      options.hardware, per_node);
+  if (nodes <= 1) {
+    text += "  topology: {kind: none}\n";
+  } else {
+    // A two-tier fat-tree per rail (one NIC per GPU of a node), k = the smallest power of two
+    // with k * k >= nodes.
+    std::uint64_t k = 2;
+    while (k * k < nodes) {
+      k *= 2;
+    }
+    text += fmt::format(
+        "  topology: {{kind: fat_tree, k: {}, levels: 2, hosts_per_leaf: {}, link_GBps: 50, latency_ns: "
+        "150}}\n"
+        "  nic: {{rails: {}, bandwidth_GBps: 50, latency_ns: 100}}\n  routing: ecmp\n",
+        k, k, per_node);
+  }
+  text += "  model: analytical\nworkload:\n  programs:\n";
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    const std::uint64_t first = stage * per_stage;
+    text += fmt::format("    - file: {}{}.mlir\n      ranks: \"{}-{}\"\n", options.program_prefix, stage,
+                        first, first + per_stage - 1);
+  }
+  text += "  steps: 1\ncompute:\n  default: roofline\n";
+  return text;
+}
+
+}  // namespace orrery::frontend::generate

@@ -1,0 +1,98 @@
+// Synthesis of LLM training programs (`orrery generate llm`, docs/generate.md): a Llama-style
+// decoder (RMSNorm, RoPE, grouped-query attention, SwiGLU) trained with AdamW under Megatron-style
+// tensor, pipeline and data parallelism, written as one StableHLO module per pipeline stage —
+// what each device of the stage runs in one training step, with its collectives and its
+// point-to-point transfers — and a scenario that runs them. The programs are ordinary StableHLO
+// text: Orrery reads, costs, fuses and simulates them exactly as it does a JAX export, and
+// `orrery inspect` shows them.
+//
+// Per stage, every device holds its tensor-parallel shard (column-parallel QKV and gate/up
+// projections, row-parallel output and down projections, a vocabulary-parallel embedding and
+// LM head, each followed by the all-reduce Megatron places there), runs its microbatches in the
+// pipeline schedule's order (1F1B or GPipe; the order is held by optimization barriers), sends
+// activations forward and gradients back on one channel per microbatch and direction,
+// accumulates gradients, all-reduces them over its data-parallel group and applies AdamW to its
+// shard (f32 master weights and moments).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace orrery::frontend::generate {
+
+struct LlmModel {
+  std::string name = "custom";
+  std::uint32_t layers = 0;
+  std::uint32_t hidden = 0;    // model width H
+  std::uint32_t heads = 0;     // attention heads A
+  std::uint32_t head_dim = 0;  // D; 0: H / A
+  std::uint32_t kv_heads = 0;  // key/value heads K (grouped-query attention; K = A: multi-head)
+  std::uint32_t ffn = 0;       // SwiGLU inner width F
+  std::uint32_t vocab = 0;     // vocabulary V
+  [[nodiscard]] std::uint32_t head_dimension() const { return head_dim != 0 ? head_dim : hidden / heads; }
+};
+
+// The presets `--model` names (published configurations), in a fixed order.
+const std::vector<LlmModel>& llm_presets();
+// Throws OrreryError (kConfig) naming the presets for an unknown name.
+LlmModel llm_preset(std::string_view name);
+
+enum class PipelineSchedule : std::uint8_t { kOneFOneB, kGPipe };
+enum class Recompute : std::uint8_t { kNone, kFull };
+// kFlash: one fused kernel per attention forward and backward (custom calls orrery.attention and
+// orrery.attention_backward, costed as their GEMMs with the causal half skipped, docs/compute.md);
+// kNaive: the scores and probabilities materialised, as XLA runs attention without a fused kernel.
+enum class Attention : std::uint8_t { kFlash, kNaive };
+
+struct LlmJob {
+  LlmModel model;
+  std::uint32_t dp = 1;             // data-parallel replicas
+  std::uint32_t tp = 1;             // tensor-parallel degree (within a stage)
+  std::uint32_t pp = 1;             // pipeline stages
+  std::uint32_t micro_batch = 1;    // sequences per microbatch per data-parallel replica
+  std::uint32_t micro_batches = 1;  // microbatches per step (gradient accumulation)
+  std::uint32_t seq = 2048;         // sequence length
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  Recompute recompute = Recompute::kNone;
+  Attention attention = Attention::kFlash;
+  bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
+};
+
+// Throws OrreryError (kConfig) naming the offending value when the job cannot be laid out: a
+// zero dimension, heads or kv heads or the FFN width not divisible by tp, more stages than
+// layers, a head count not divisible by the kv head count, or a tensor that would not fit the
+// 32-bit dimensions of the writer.
+void validate(const LlmJob& job);
+
+// Layers of each stage: as even as possible, the first stages taking one more when they do not
+// divide.
+std::vector<std::uint32_t> stage_layers(const LlmJob& job);
+
+struct LlmFacts {
+  std::uint64_t parameters = 0;       // whole model
+  std::uint64_t devices = 0;          // dp * tp * pp
+  std::uint64_t tokens_per_step = 0;  // global batch in tokens
+  std::uint64_t global_batch = 0;     // sequences per step
+  // Model FLOPs of one step (forward and backward, matmuls and attention, counted as 2 per
+  // multiply-add; the convention of MFU figures: 6 * params-in-matmuls * tokens plus attention).
+  double model_flops = 0;
+  std::vector<std::uint64_t> stage_parameters;  // per device of each stage (its tp shard)
+};
+LlmFacts facts(const LlmJob& job);
+
+// The StableHLO text of stage `stage` (0-based).
+std::string stage_program(const LlmJob& job, std::uint32_t stage);
+
+struct ScenarioOptions {
+  std::string hardware = "H100";
+  std::uint32_t devices_per_node = 8;
+  std::string program_prefix = "stage_";  // files <prefix><s>.mlir beside the scenario
+};
+// The scenario that runs the stages: the hardware preset, DGX-like nodes on an NVSwitch, one
+// NIC per GPU on a two-tier fat-tree rail per NIC, the programs with their global ranks
+// (tp fastest, then dp, then pp, as Megatron orders them).
+std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options);
+
+}  // namespace orrery::frontend::generate

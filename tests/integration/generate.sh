@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `orrery generate llm` (docs/generate.md): the generated programs hold the work and the
+# communication the closed forms say (GEMM FLOPs per device and stage for flash and naive
+# attention, all-reduces, sends and recvs, the bytes of the arguments); the scenario runs, the
+# same under mpirun -np 1 and 2; 1F1B stashes fewer activations than GPipe and full
+# recomputation fewer still, at a compute cost; generating twice gives the same files; and each
+# bad request ends with a message and exit 2. Checks: tests/integration/generate_checks.py.
+set -uo pipefail
+orrery=$1
+mpirun=$2
+root=$3
+source "$(dirname "$0")/expect.sh"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+python=/usr/bin/python3
+
+small=(--layers 4 --hidden 256 --heads 8 --kv-heads 2 --ffn 512 --vocab 1000 --seq 128)
+gen() {  # gen NAME ARGS...: generates into $work/NAME with --json facts in $work/NAME.json
+  local name=$1
+  shift
+  "$orrery" generate llm "$@" --out "$work/$name" --json > "$work/$name.json" 2> "$work/$name.err" ||
+    { fail "generate $name"; cat "$work/$name.err"; }
+}
+gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
+gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
+gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
+for s in 0 1; do
+  cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
+done
+cmp -s "$work/flash/scenario.yaml" "$work/again/scenario.yaml" || fail "generating twice gives the same scenario"
+# Activations outweigh the parameters here, so the stash sets the peak.
+pipe=(--layers 8 --hidden 128 --heads 2 --ffn 256 --vocab 256 --seq 1024 --micro-batch 4 --pp 4)
+gen onef "${pipe[@]}" --micro-batches 8
+gen onef16 "${pipe[@]}" --micro-batches 16
+gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
+gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
+gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
+
+for name in flash naive; do
+  for s in 0 1; do
+    "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
+      fail "inspect $name stage $s"
+  done
+done
+run() {  # run NAME OUT [np]
+  local name=$1 out=$2 np=${3:-1}
+  local args=(--log-level warn run "$work/$name/scenario.yaml" --summary-json "$work/$out.summary.json")
+  if [[ $np == 1 ]]; then
+    "$orrery" "${args[@]}" > "$work/$out.txt" 2>&1
+  else
+    timeout 300 "$mpirun" -np "$np" "$orrery" "${args[@]}" > "$work/$out.txt" 2>&1
+  fi || { fail "run $name ($out)"; head -5 "$work/$out.txt"; }
+}
+run flash flash
+run flash flash_np2 2
+run naive naive
+for name in onef onef16 gpipe recompute; do run "$name" "$name"; done
+run preset preset
+run preset preset_np2 2
+
+"$python" "$root/tests/integration/generate_checks.py" "$work" || fail "generate: closed forms and runs"
+
+expect "hidden not a multiple of heads" 2 "--hidden 64 is not a multiple of --heads 3: give --head-dim" -- \
+  "$orrery" generate llm --layers 2 --hidden 64 --heads 3 --ffn 64 --vocab 10 --out "$work/bad"
+expect "kv heads not a multiple of tp" 2 "--kv-heads 8 is not a multiple of --tp 16" -- \
+  "$orrery" generate llm --model llama3-8b --tp 16 --out "$work/bad"
+expect "more stages than layers" 2 "--pp 64 is more stages than the model's 32 layers" -- \
+  "$orrery" generate llm --model llama3-8b --pp 64 --out "$work/bad"
+expect "unknown preset" 2 "--model: unknown model 'llama9' (presets: llama3-100m, llama2-7b" -- \
+  "$orrery" generate llm --model llama9 --out "$work/bad"
+expect "no model" 2 "name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab" -- \
+  "$orrery" generate llm --layers 4 --out "$work/bad"
+expect "zero microbatches" 2 "--micro-batches must be at least 1" -- \
+  "$orrery" generate llm --model llama3-8b --micro-batches 0 --out "$work/bad"
+expect "odd head dimension" 2 "the head dimension 5 must be even for the rotary embedding" -- \
+  "$orrery" generate llm --model llama3-8b --head-dim 5 --out "$work/bad"
+expect "unknown schedule" 2 "--schedule" -- \
+  "$orrery" generate llm --model llama3-8b --schedule interleaved --out "$work/bad"
+touch "$work/file"
+expect "output not a directory" 2 "cannot create the directory" -- \
+  "$orrery" generate llm --model llama3-8b --out "$work/file/sub"
+[[ -e $work/bad ]] && fail "a refused request writes nothing"
+
+exit $((failures > 0))

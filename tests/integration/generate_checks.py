@@ -1,0 +1,92 @@
+"""Checks of tests/integration/generate.sh: what `orrery generate llm` wrote and what its runs gave,
+against closed forms worked out here from the model's dimensions (docs/generate.md)."""
+import json
+import sys
+
+w = sys.argv[1]
+
+
+def load(name):
+    with open(f"{w}/{name}.json") as f:
+        return json.load(f)
+
+
+# The small job: 4 layers, width 256, 8 heads of 32, 2 kv heads, FFN 512, vocabulary 1000,
+# sequence 128, microbatch 1, 4 microbatches, dp 2 x tp 2 x pp 2.
+L, H, A, K, D, F, V, S, M, B = 4, 256, 8, 2, 32, 512, 1000, 128, 4, 1
+dp, tp, pp = 2, 2, 2
+facts = load("flash")
+attention = H * (A + 2 * K) * D + A * D * H
+mlp = 3 * H * F
+parameters = L * (attention + mlp + 2 * H) + 2 * V * H + H
+assert facts["parameters"] == parameters, (facts["parameters"], parameters)
+assert facts["devices"] == dp * tp * pp and facts["global_batch"] == dp * B * M
+assert facts["tokens_per_step"] == dp * B * M * S
+model_flops = 3 * (2 * (L * (attention + mlp) + V * H) + 4 * L * S * A * D) * dp * B * M * S
+assert abs(facts["model_flops"] - model_flops) <= 1e-9 * model_flops, (facts["model_flops"], model_flops)
+
+# Per device of a stage: 2 layers, the tp shard of every matrix, the vocabulary padded to a
+# multiple of tp.
+a, k, f, v = A // tp, K // tp, F // tp, -(-V // tp)
+layer_matmul = H * (a + 2 * k) * D + a * D * H + 3 * H * f
+layer_params = layer_matmul + 2 * H
+tokens = B * M * S  # per replica
+per_stage = [2, 2]
+for name, core in (("flash", 14 * 0.5), ("naive", 12.0)):
+    for s in range(pp):
+        j = load(f"{name}.inspect{s}")
+        last = s == pp - 1
+        # forward + backward = 3 x forward for every matmul; the LM head on the last stage; the
+        # attention core: flash 4 + 10 GEMM-FLOPs per B a S^2 D with the causal half skipped,
+        # naive 4 + 8 on the full square.
+        matmul = per_stage[s] * layer_matmul + (H * v if last else 0)
+        expected = 6 * matmul * tokens + per_stage[s] * M * core * B * a * S * S * D
+        got = j["classes"]["gemm"]["flops"]
+        assert abs(got - expected) <= 1e-9 * expected, (name, s, got, expected)
+        comm = j["communication_ops"]
+        params = per_stage[s] * 6 + (1 if s == 0 else 0) + (2 if last else 0)
+        # tp all-reduces: 2 forward + 2 backward per layer and microbatch, the embedding's (stage 0),
+        # the head's max, sum, loss and input gradient (last stage); dp: one per parameter tensor.
+        all_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M if last else 0) + params
+        assert comm["stablehlo.all_reduce"] == all_reduces, (name, s, comm, all_reduces)
+        assert comm["stablehlo.send"] == M and comm["stablehlo.recv"] == M, (name, s, comm)
+    print(f"ok   {name}: GEMM FLOPs, all-reduces, sends and recvs per stage as the closed forms")
+
+summary = load("flash.summary")
+assert summary["ranks"] == dp * tp * pp and summary["step_time_s"] > 0
+for s, memory in enumerate(summary["memory"]):
+    last = s == pp - 1
+    stage_params = per_stage[s] * layer_params + (v * H if s == 0 else 0) + (H + H * v if last else 0)
+    ids = 4 * M * B * S  # tokens (stage 0) or labels (last stage), i32
+    # bf16 weights + f32 master weights and two f32 moments: 14 bytes per parameter.
+    assert memory["arguments_bytes"] == 14 * stage_params + ids, (s, memory, stage_params)
+keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
+for one, two in (("flash", "flash_np2"), ("preset", "preset_np2")):
+    x, y = load(f"{one}.summary"), load(f"{two}.summary")
+    for key in keys:
+        assert x[key] == y[key], (one, key, x[key], y[key])
+naive = load("naive.summary")
+assert naive["compute_s"] > summary["compute_s"], (naive["compute_s"], summary["compute_s"])
+print(f"ok   runs: flash {summary['step_time_s'] * 1e3:.3f} ms, naive {naive['step_time_s'] * 1e3:.3f} ms; "
+      "arguments = 14 bytes per parameter; -np 1 = -np 2")
+
+# Schedules on a 4-stage pipeline: under 1F1B stage s stashes at most 4 - s microbatches'
+# activations, however many microbatches the step has; under GPipe every stage stashes all 8;
+# full recomputation keeps only each layer's input, at the cost of a second forward pass.
+onef, onef16, gpipe, recompute = (load(f"{n}.summary") for n in ("onef", "onef16", "gpipe", "recompute"))
+stash = lambda s, stage=0: s["memory"][stage]["peak_bytes"] - s["memory"][stage]["arguments_bytes"]
+assert stash(onef) == stash(onef16), (stash(onef), stash(onef16))
+assert stash(onef, 0) > 1.8 * stash(onef, 3), [stash(onef, s) for s in range(4)]
+assert stash(gpipe) > 1.5 * stash(onef), (stash(gpipe), stash(onef))
+assert stash(gpipe, 3) > 3 * stash(onef, 3), (stash(gpipe, 3), stash(onef, 3))
+assert stash(recompute) < 0.5 * stash(onef), (stash(recompute), stash(onef))
+assert recompute["compute_s"] > 1.2 * onef["compute_s"], (recompute["compute_s"], onef["compute_s"])
+# The pipeline bubble: stages wait while the pipeline fills and drains.
+assert onef["idle_s"] > 0 and gpipe["idle_s"] > 0, (onef["idle_s"], gpipe["idle_s"])
+print(f"ok   stage-0 activations: 1F1B {stash(onef) / 2**20:.1f} MiB (also with 16 microbatches), "
+      f"GPipe {stash(gpipe) / 2**20:.1f} MiB, 1F1B with recomputation {stash(recompute) / 2**20:.1f} MiB; "
+      f"compute x{recompute['compute_s'] / onef['compute_s']:.2f}")
+
+preset = load("preset")
+assert preset["parameters"] == 8030261248, preset["parameters"]  # Llama 3 8B's published count
+print("ok   llama3-8b: 8,030,261,248 parameters")
