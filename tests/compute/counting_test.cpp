@@ -474,6 +474,34 @@ TEST(Counting, CustomCallsByTarget) {
   EXPECT_EQ(c.ops[3].signature.bytes_written.count, 64U * 16U * 2U);
 }
 
+TEST(Counting, FusedAttentionIsItsGemms) {
+  // q [2, 8, 128, 64], k and v [2, 2, 512, 64] (grouped-query: 2 kv heads): B A = 16.
+  const Counted c = count_all(function(
+      "%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x512x64xbf16>, %v: tensor<2x2x512x64xbf16>, "
+      "%do: tensor<2x8x128x64xbf16>",
+      R"(  %0:2 = stablehlo.custom_call @orrery.attention(%q, %k, %v) {backend_config = "causal"} : (tensor<2x8x128x64xbf16>, tensor<2x2x512x64xbf16>, tensor<2x2x512x64xbf16>) -> (tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>)
+  %1:2 = stablehlo.custom_call @orrery.attention(%q, %k, %v) : (tensor<2x8x128x64xbf16>, tensor<2x2x512x64xbf16>, tensor<2x2x512x64xbf16>) -> (tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>)
+  %2:3 = stablehlo.custom_call @orrery.attention_backward(%q, %k, %v, %0#0, %0#1, %do) {backend_config = "causal"} : (tensor<2x8x128x64xbf16>, tensor<2x2x512x64xbf16>, tensor<2x2x512x64xbf16>, tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>, tensor<2x8x128x64xbf16>) -> (tensor<2x8x128x64xbf16>, tensor<2x2x512x64xbf16>, tensor<2x2x512x64xbf16>)
+  %3 = stablehlo.custom_call @orrery.attention(%do) : (tensor<2x8x128x64xbf16>) -> tensor<2x8x128x64xbf16>)"));
+  ASSERT_EQ(c.ops.size(), 4U);
+  // Forward, causal: QK^T and PV as one GEMM of batch 2 x 16, M = 128, N = 512 / 2, K = 64:
+  // F = 4 * 16 * 128 * 512 * 64 / 2 = 134,217,728.
+  EXPECT_EQ(c.ops[0].signature.op_class, OpClass::kGemm);
+  EXPECT_EQ(c.ops[0].signature.gemm, (GemmShape{32, 128, 256, 64}));
+  EXPECT_DOUBLE_EQ(c.ops[0].signature.flops.value, 134217728.0);
+  EXPECT_EQ(c.ops[0].flags & kFlagUnknownCustomCall, 0);
+  // Not causal: the whole square.
+  EXPECT_EQ(c.ops[1].signature.gemm, (GemmShape{32, 128, 512, 64}));
+  EXPECT_DOUBLE_EQ(c.ops[1].signature.flops.value, 268435456.0);
+  // Backward, causal: five GEMMs: F = 10 * 16 * 128 * 512 * 64 / 2 = 335,544,320.
+  EXPECT_EQ(c.ops[2].signature.gemm, (GemmShape{80, 128, 256, 64}));
+  EXPECT_DOUBLE_EQ(c.ops[2].signature.flops.value, 335544320.0);
+  // Operands that are not q, k, v of rank 4: bytes only, flagged as an unknown custom call.
+  EXPECT_EQ(c.ops[3].signature.op_class, OpClass::kCustomCall);
+  EXPECT_NE(c.ops[3].flags & kFlagUnknownCustomCall, 0);
+  EXPECT_DOUBLE_EQ(c.ops[3].signature.flops.value, 0.0);
+}
+
 TEST(Counting, RolesOfFreeCommunicationAndOpaqueOps) {
   const Counted c = count_all(R"(
 module @m attributes {mhlo.num_partitions = 2 : i32} {
