@@ -143,7 +143,14 @@ class Summarizer {
       const CollectiveAttributes& c = p.collective(op);
       CollectiveSummary& s = summary_.collectives[std::string(collective_kind_name(c.kind))];
       ++s.count;
-      s.bytes += bytes;
+      if (c.kind == CollectiveKind::kSend) {
+        // A send's result is a token: what it moves is its data operand.
+        for (const ValueRef operand : p.operands(op)) {
+          s.bytes += p.types().byte_size(p.value_type(operand)).value_or(0);
+        }
+      } else {
+        s.bytes += bytes;
+      }
       std::uint32_t group_size = 0;
       if (c.kind == CollectiveKind::kCollectivePermute || c.kind == CollectiveKind::kSend ||
           c.kind == CollectiveKind::kRecv) {

@@ -20,6 +20,8 @@ expect override_malformed 2 "--trip-count expects LOOP=N" -- "$orrery" inspect -
 expect undefined_value 2 "undefined_value.mlir:4:26: error: use of undefined value '%y'" -- "$orrery" inspect "$errors/undefined_value.mlir"
 expect truncated 2 "truncated.mlir:5:38: error:" -- "$orrery" inspect "$errors/truncated.mlir"
 expect missing_file 2 "cannot open" -- "$orrery" inspect /nonexistent.mlir
+expect send_counts_its_data 0 "send                        1 ops         262144 bytes" -- \
+  "$orrery" inspect "$source_dir/tests/data/stablehlo/send_recv_ring.mlir"
 expect dump 0 "stablehlo.all_reduce [all_reduce](%b3.1) -> tensor<1024xbf16>" -- "$orrery" inspect --dump "$data/two_modules.mlir"
 
 # JSON: one object per file; a multi-module file lists its modules.

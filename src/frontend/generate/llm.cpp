@@ -1151,8 +1151,8 @@ std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options) {
   if (nodes <= 1) {
     text += "  topology: {kind: none}\n";
   } else {
-    // A two-tier fat-tree per rail (one NIC per GPU of a node), k = the smallest power of two
-    // with k * k >= nodes.
+    // A non-blocking two-tier fat-tree per rail (one NIC per GPU of a node): k leaves, k the
+    // smallest power of two with k * k >= nodes, each with ceil(nodes / k) hosts.
     std::uint64_t k = 2;
     while (k * k < nodes) {
       k *= 2;
@@ -1161,7 +1161,7 @@ std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options) {
         "  topology: {{kind: fat_tree, k: {}, levels: 2, hosts_per_leaf: {}, link_GBps: 50, latency_ns: "
         "150}}\n"
         "  nic: {{rails: {}, bandwidth_GBps: 50, latency_ns: 100}}\n  routing: ecmp\n",
-        k, k, per_node);
+        k, (nodes + k - 1) / k, per_node);
   }
   text += "  model: analytical\nworkload:\n  programs:\n";
   for (std::uint32_t stage = 0; stage < job.pp; ++stage) {

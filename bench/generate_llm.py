@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Generated LLM training steps at scale (docs/generate.md): `orrery generate llm`, then `orrery run`
+on the generated scenario, one or two MPI processes. Prints a markdown table: generation time,
+simulation wall time and peak RSS (of the run), events, the predicted step time and the model
+FLOP rate per device it implies (model FLOPs of the step / step time / devices).
+
+Usage: bench/generate_llm.py [--orrery build/release/orrery] [--quick]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CASES = [
+    # name, generate arguments, run --set overrides, processes
+    ("llama3-8b, tp 8 x dp 128, 1,024 GPUs", ["--model", "llama3-8b", "--tp", "8", "--dp", "128",
+                                              "--micro-batches", "4", "--seq", "8192"], [], 1),
+    ("llama3-70b, tp 8 x pp 8 x dp 16, 1,024 GPUs", ["--model", "llama3-70b", "--tp", "8", "--pp", "8",
+                                                    "--dp", "16", "--micro-batches", "32", "--seq", "4096"], [], 1),
+    ("the same, 2 processes", ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16",
+                               "--micro-batches", "32", "--seq", "4096"], [], 2),
+    ("the same, flow model", ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16",
+                              "--micro-batches", "32", "--seq", "4096"], ["network.model=flow"], 1),
+    ("llama3-405b, tp 8 x pp 16 x dp 64, 8,192 GPUs", ["--model", "llama3-405b", "--tp", "8", "--pp", "16",
+                                                       "--dp", "64", "--micro-batches", "16", "--seq", "8192"],
+     [], 1),
+]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--orrery", default=os.path.join(ROOT, "build/release/orrery"))
+    parser.add_argument("--quick", action="store_true", help="the first two cases only")
+    args = parser.parse_args()
+    cases = CASES[:2] if args.quick else CASES
+    mpirun = os.path.join(ROOT, "scripts/mpirun.sh")
+    print("| job | processes | generate s | run wall s | peak RSS MB | events | step time s | model TFLOP/s per GPU |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as work:
+        for name, gen_args, overrides, processes in cases:
+            out = os.path.join(work, name.split(",")[0])
+            started = time.perf_counter()
+            facts = json.loads(subprocess.run([args.orrery, "generate", "llm", *gen_args, "--out", out, "--json"],
+                                              check=True, capture_output=True, text=True).stdout)
+            generate_s = time.perf_counter() - started
+            summary = os.path.join(work, "summary.json")
+            command = [args.orrery, "--log-level", "warn", "run", os.path.join(out, "scenario.yaml"),
+                       "--summary-json", summary]
+            for override in overrides:
+                command += ["--set", override]
+            if processes > 1:
+                command = [mpirun, "-np", str(processes)] + command
+            # A fresh child per case measures the case's own peak RSS (the largest process).
+            probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+                     "capture_output=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+            started = time.perf_counter()
+            rss = int(subprocess.run([sys.executable, "-c", probe, *command], check=True, capture_output=True,
+                                     text=True).stdout)
+            wall = time.perf_counter() - started
+            with open(summary) as f:
+                s = json.load(f)
+            rate = facts["model_flops"] / s["step_time_s"] / facts["devices"] / 1e12
+            print(f"| {name} | {processes} | {generate_s:.2f} | {wall:.1f} | {rss / 1024:.0f} | {s['events']:,} | "
+                  f"{s['step_time_s']:.3f} | {rate:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
