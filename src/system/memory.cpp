@@ -30,7 +30,15 @@ MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
   estimate.capacity = capacity.count;
   std::uint64_t live = estimate.arguments;
   estimate.peak = live;
+  // Step outputs (results nobody in the step reads) are written into donated argument buffers
+  // while any remain, as XLA aliases them: they take no new memory up to the donated bytes.
+  std::uint64_t donated = program.donated_argument_bytes();
   for (std::uint32_t i = 0; i < n; ++i) {
+    if (graph.consumers(i).empty()) {
+      const std::uint64_t reused = std::min(donated, bytes[i]);
+      donated -= reused;
+      bytes[i] -= reused;
+    }
     live += bytes[i];
     estimate.peak = std::max(estimate.peak, live);
     for (const std::uint32_t freed : frees[i]) {

@@ -3,8 +3,11 @@
 // op leaves in memory -- its results, and for a fused kernel every value of its fused ops used
 // outside it (ProgramModel::output_bytes) -- is live from the op until its last consumer in
 // program order (the schedule XLA's buffer assignment follows), all of a kernel's values until the
-// last consumer of any; free ops alias their operands and allocate nothing. Temporary workspace
-// inside kernels is not counted.
+// last consumer of any; free ops alias their operands and allocate nothing. Results nobody in the
+// step reads (the step's outputs: updated weights and optimizer state) are written into the
+// entry's donated arguments (`tf.aliasing_output`, `jax.buffer_donor`) while donated bytes remain,
+// in program order, and take no new memory there. Temporary workspace inside kernels is not
+// counted.
 #pragma once
 
 #include <cstdint>

@@ -411,4 +411,31 @@ std::uint64_t ProgramModel::argument_bytes() const {
   return bytes;
 }
 
+std::uint64_t ProgramModel::donated_argument_bytes() const {
+  const workload::FunctionId entry = program_->entry_function();
+  if (entry == workload::kNoId) {
+    return 0;
+  }
+  const workload::Function& function = program_->function(entry);
+  const auto types = program_->argument_types(function);
+  std::vector<bool> donated(types.size(), false);
+  for (const workload::FunctionAttribute& a : program_->argument_attributes(function)) {
+    if (a.is_result || a.index >= donated.size()) {
+      continue;
+    }
+    const std::string_view name = program_->string(a.attribute.name);
+    const std::string_view value = program_->attribute_text(a.attribute);
+    if (name == "tf.aliasing_output" || (name == "jax.buffer_donor" && value.starts_with("true"))) {
+      donated[a.index] = true;
+    }
+  }
+  std::uint64_t bytes = 0;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (donated[i]) {
+      bytes += program_->types().byte_size(types[i]).value_or(0);
+    }
+  }
+  return bytes;
+}
+
 }  // namespace orrery::system

@@ -114,6 +114,10 @@ class ProgramModel {
   // (OpTimes::bytes_written) for a compute op, at least its results.
   [[nodiscard]] std::uint64_t output_bytes(workload::OpId op) const;
   [[nodiscard]] std::uint64_t argument_bytes() const;
+  // Bytes of the entry arguments donated to the step's outputs (XLA's input-output aliasing):
+  // those with a `tf.aliasing_output` or a true `jax.buffer_donor` argument attribute, as
+  // jax.jit(..., donate_argnums=...) exports them.
+  [[nodiscard]] std::uint64_t donated_argument_bytes() const;
 
  private:
   std::uint32_t intern_groups(const std::vector<std::vector<std::uint32_t>>& groups);

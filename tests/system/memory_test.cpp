@@ -69,5 +69,49 @@ TEST(MemoryEstimate, AFusedKernelHoldsEveryValueItWrites) {
   EXPECT_FALSE(estimate_memory(model, Bytes{20479}).fits);
 }
 
+// A training-step shape: parameters %w (16 KiB) and a moment %m (16 KiB) come in, their updated
+// values go out. %g is read by both updates; %m2 and %w2 are outputs nobody in the step reads.
+std::string step(const std::string& w_attribute, const std::string& m_attribute) {
+  return R"(
+func.func @main(%x: tensor<4096xf32>, %w: tensor<4096xf32>)" +
+         w_attribute + R"(, %m: tensor<4096xf32>)" + m_attribute +
+         R"() -> (tensor<4096xf32>, tensor<4096xf32>) {
+  %g = stablehlo.multiply %x, %w : tensor<4096xf32>
+  %m2 = stablehlo.add %m, %g : tensor<4096xf32>
+  %w2 = stablehlo.subtract %w, %g : tensor<4096xf32>
+  return %w2, %m2 : tensor<4096xf32>, tensor<4096xf32>
+}
+)";
+}
+
+class EveryOpTakesTime final : public OpTimes {
+ public:
+  [[nodiscard]] bool takes_time(OpId /*op*/) const override { return true; }
+  [[nodiscard]] SimTime time(OpId /*op*/) const override { return SimTime::from_ns(1'000); }
+  [[nodiscard]] OpId kernel_of(OpId /*op*/) const override { return workload::kNoId; }
+  [[nodiscard]] std::optional<std::uint64_t> bytes_written(OpId /*op*/) const override {
+    return std::nullopt;
+  }
+};
+
+TEST(MemoryEstimate, OutputsAreWrittenIntoDonatedArguments) {
+  const EveryOpTakesTime times;
+  auto peak = [&](const std::string& text) {
+    const ProgramModel model(parse(text), "test", {0}, times, ExecGraphOptions{});
+    return estimate_memory(model, Bytes{0});
+  };
+  // Nothing donated: 48 KiB of arguments, %g, and both outputs allocated anew: 96 KiB at %w2.
+  const MemoryEstimate plain = peak(step("", ""));
+  EXPECT_EQ(plain.arguments, 49152U);
+  EXPECT_EQ(plain.peak, 98304U);
+  // Both updated tensors donated (jax.jit donate_argnums): the outputs reuse their buffers.
+  EXPECT_EQ(peak(step(" {tf.aliasing_output = 0 : i32}", " {tf.aliasing_output = 1 : i32}")).peak, 65536U);
+  EXPECT_EQ(peak(step(" {jax.buffer_donor = true}", " {jax.buffer_donor = true}")).peak, 65536U);
+  // One donated: the first output written (%m2) takes its 16 KiB, %w2 needs its own.
+  EXPECT_EQ(peak(step(" {tf.aliasing_output = 0 : i32}", "")).peak, 81920U);
+  // A false donor flag donates nothing.
+  EXPECT_EQ(peak(step(" {jax.buffer_donor = false}", "")).peak, 98304U);
+}
+
 }  // namespace
 }  // namespace orrery::system

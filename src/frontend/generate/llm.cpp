@@ -256,11 +256,17 @@ class Body {
   std::uint64_t next_ = 0;
 };
 
+// `aliases[i]`, when given, is the result argument i is donated to (`tf.aliasing_output`).
 std::string function_text(const std::string& name, bool is_public, const std::vector<Value>& arguments,
-                          const Body& body, const std::vector<Value>& results) {
+                          const Body& body, const std::vector<Value>& results,
+                          const std::vector<std::optional<std::size_t>>& aliases = {}) {
   std::vector<std::string> parameters;
-  for (const Value& argument : arguments) {
-    parameters.push_back(fmt::format("{}: {}", argument.name, spell(argument.type)));
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const Value& argument = arguments[i];
+    const bool aliased = i < aliases.size() && aliases[i];
+    parameters.push_back(aliased ? fmt::format("{}: {} {{tf.aliasing_output = {} : i32}}", argument.name,
+                                               spell(argument.type), *aliases[i])
+                                 : fmt::format("{}: {}", argument.name, spell(argument.type)));
   }
   return fmt::format("  func.func {}@{}({}) -> ({}) {{\n{}    return {} : {}\n  }}\n",
                      is_public ? "public " : "private ", name, fmt::join(parameters, ", "),
@@ -964,7 +970,14 @@ class StageWriter {
     for (const auto* list : {&new_weights, &new_masters, &new_firsts, &new_seconds}) {
       results.insert(results.end(), list->begin(), list->end());
     }
-    return function_text("main", true, arguments, body, results);
+    // Parameters and optimizer state are donated to their updated values (jax.jit's
+    // donate_argnums): the step updates them in place.
+    std::vector<std::optional<std::size_t>> aliases(arguments.size());
+    const std::size_t first_state = arguments.size() - 4 * stage_params.size();
+    for (std::size_t j = 0; j < 4 * stage_params.size(); ++j) {
+      aliases[first_state + j] = j + (loss ? 1 : 0);
+    }
+    return function_text("main", true, arguments, body, results, aliases);
   }
 
   // Recomputation waits for the gradient it serves (as Megatron's checkpointed backward does):
