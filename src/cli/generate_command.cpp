@@ -31,6 +31,7 @@ struct GenerateArguments {
   gen::ScenarioOptions scenario;
   std::string out;
   bool json = false;
+  bool zero = false;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -70,6 +71,7 @@ int generate_llm(GenerateArguments& a) {
   job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
   job.grads_in_bf16 = a.grad_dtype == "bf16";
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
+  job.zero = a.zero;
   gen::validate(job);
 
   const std::filesystem::path out(a.out);
@@ -170,6 +172,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   llm->add_option("--out", a->out, "Output directory")->required();
+  llm->add_flag("--distributed-optimizer", a->zero,
+                "ZeRO-1: shard the optimizer state over the data-parallel replicas (reduce-scatter the "
+                "gradients, all-gather the weights)");
   llm->add_flag("--json", a->json, "Print what was generated as JSON");
   return [a]() { return generate_llm(*a); };
 }

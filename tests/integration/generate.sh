@@ -2,7 +2,8 @@
 # `orrery generate llm` (docs/generate.md): the generated programs hold the work and the
 # communication the closed forms say (GEMM FLOPs per device and stage for flash and naive
 # attention, all-reduces, sends and recvs, the bytes of the arguments); the scenario runs, the
-# same under mpirun -np 1 and 2; 1F1B stashes fewer activations than GPipe and full
+# same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
+# state and reduce-scatters and all-gathers instead of all-reducing; 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost; generating twice gives the same files; and each
 # bad request ends with a message and exit 2. Checks: tests/integration/generate_checks.py.
 set -uo pipefail
@@ -24,6 +25,7 @@ gen() {  # gen NAME ARGS...: generates into $work/NAME with --json facts in $wor
 gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
 gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
 gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
+gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -36,7 +38,7 @@ gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive; do
+for name in flash naive zero; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -54,6 +56,8 @@ run() {  # run NAME OUT [np]
 run flash flash
 run flash flash_np2 2
 run naive naive
+run zero zero
+run zero zero_np2 2
 for name in onef onef16 gpipe recompute; do run "$name" "$name"; done
 run preset preset
 run preset preset_np2 2

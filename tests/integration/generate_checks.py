@@ -60,8 +60,32 @@ for s, memory in enumerate(summary["memory"]):
     ids = 4 * M * B * S  # tokens (stage 0) or labels (last stage), i32
     # bf16 weights + f32 master weights and two f32 moments: 14 bytes per parameter.
     assert memory["arguments_bytes"] == 14 * stage_params + ids, (s, memory, stage_params)
+# The distributed optimizer (ZeRO-1) on dp 3: each replica keeps ceil(E / 3) elements of every
+# tensor's master weights and moments (f32), the whole bf16 weights; the data-parallel all-reduce
+# of each gradient becomes a reduce-scatter, and each updated weight is all-gathered.
+def tensors(stage):
+    out = [v * H] if stage == 0 else []
+    out += per_stage[stage] * [H, H * (a + 2 * k) * D, a * D * H, H, H * 2 * f, f * H]
+    return out + ([H, H * v] if stage == pp - 1 else [])
+
+
+zdp = 3
+zsummary = load("zero.summary")
+for s in range(pp):
+    ids = 4 * M * B * S
+    expected = sum(2 * e + 12 * -(-e // zdp) for e in tensors(s)) + ids
+    assert zsummary["memory"][s]["arguments_bytes"] == expected, (s, zsummary["memory"][s], expected)
+    comm = load(f"zero.inspect{s}")["communication_ops"]
+    last = s == pp - 1
+    n = len(tensors(s))
+    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M if last else 0)
+    assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm)
+    assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
+print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp) bytes per tensor; "
+      "a reduce-scatter and an all-gather per tensor")
+
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
-for one, two in (("flash", "flash_np2"), ("preset", "preset_np2")):
+for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

@@ -232,6 +232,46 @@ class Body {
                     scalar, spell(a.type), spell(a.type)));
   }
 
+  // reduce_scatter (add) of a 1-D value over `groups`: each member keeps its 1/|group| slice.
+  Value reduce_scatter(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
+                       std::uint64_t handle) {
+    const std::string x = fresh();
+    const std::string y = fresh();
+    const std::string r = fresh();
+    const std::string scalar = spell(Type{{}, a.type.element});
+    const Type type{{a.type.dims[0] / groups.front().size()}, a.type.element};
+    return op(type, fmt::format("\"stablehlo.reduce_scatter\"({}) <{{channel_handle = "
+                                "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
+                                "scatter_dimension = 0 : i64, use_global_device_ids}}> ({{\n"
+                                "    ^bb0({}: {}, {}: {}):\n"
+                                "      {} = stablehlo.add {}, {} : {}\n"
+                                "      stablehlo.return {} : {}\n"
+                                "    }}) : ({}) -> {}",
+                                a.name, handle, groups_attribute(groups), x, scalar, y, scalar, r, x, y,
+                                scalar, r, scalar, spell(a.type), spell(type)));
+  }
+  // all_gather of a 1-D value over `groups`.
+  Value all_gather(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
+                   std::uint64_t handle) {
+    const Type type{{a.type.dims[0] * groups.front().size()}, a.type.element};
+    return op(type, fmt::format("\"stablehlo.all_gather\"({}) <{{all_gather_dim = 0 : i64, channel_handle = "
+                                "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
+                                "use_global_device_ids}}> : ({}) -> {}",
+                                a.name, handle, groups_attribute(groups), spell(a.type), spell(type)));
+  }
+  // Pads a 1-D value with zeros at the end to `length`.
+  Value pad_to(const Value& a, std::uint64_t length) {
+    if (a.type.dims[0] == length) {
+      return a;
+    }
+    const Value zero = splat(Type{{}, a.type.element}, "0.000000e+00");
+    const Type type{{length}, a.type.element};
+    return op(
+        type,
+        fmt::format("stablehlo.pad {}, {}, low = [0], high = [{}], interior = [0] : ({}, {}) -> {}", a.name,
+                    zero.name, length - a.type.dims[0], spell(a.type), spell(zero.type), spell(type)));
+  }
+
   std::vector<Value> barrier(const std::vector<Value>& values) {
     std::vector<Type> types;
     for (const Value& value : values) {
@@ -384,8 +424,9 @@ class StageWriter {
         job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
         job_.tp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
         job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
-        job_.recompute == Recompute::kFull ? ", full activation recomputation" : "", stage_, devices,
-        functions, main);
+        std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
+            (sharded_optimizer() ? ", distributed optimizer (ZeRO-1)" : ""),
+        stage_, devices, functions, main);
   }
 
  private:
@@ -479,6 +520,9 @@ class StageWriter {
   }
 
   bool flash() const { return job_.attention == Attention::kFlash; }
+  bool sharded_optimizer() const { return job_.zero && job_.dp > 1; }
+  // Elements of a replica's optimizer-state shard of a tensor: ceil(elements / dp).
+  std::uint64_t shard_elements(const Dims& dims) const { return (elements(dims) + job_.dp - 1) / job_.dp; }
 
   // What the backward pass reads of the attention core: flash: q, k, v (kv heads unexpanded), the
   // output and the softmax statistics; naive: q, k and v expanded to every head, and the
@@ -804,9 +848,11 @@ class StageWriter {
     std::vector<Value> weights, masters, firsts, seconds;
     for (const Param& p : stage_params) {
       weights.push_back(Value{"%" + p.name, Type{p.dims, "bf16"}});
-      masters.push_back(Value{"%" + p.name + "_master", Type{p.dims, "f32"}});
-      firsts.push_back(Value{"%" + p.name + "_m", Type{p.dims, "f32"}});
-      seconds.push_back(Value{"%" + p.name + "_v", Type{p.dims, "f32"}});
+      // The optimizer state: whole, or this replica's 1/dp of the flattened tensor (ZeRO-1).
+      const Dims state = sharded_optimizer() ? Dims{shard_elements(p.dims)} : p.dims;
+      masters.push_back(Value{"%" + p.name + "_master", Type{state, "f32"}});
+      firsts.push_back(Value{"%" + p.name + "_m", Type{state, "f32"}});
+      seconds.push_back(Value{"%" + p.name + "_v", Type{state, "f32"}});
     }
     const std::uint64_t micro = job_.micro_batches;
     const Value tokens{"%tokens", Type{{micro, s_.n, 1}, "i32"}};
@@ -842,7 +888,13 @@ class StageWriter {
       const Value g = body.convert(grad, grad_element);
       grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
       if (++seen[param] == job_.micro_batches) {
-        if (job_.dp > 1) {
+        if (sharded_optimizer()) {
+          // ZeRO-1: each replica receives the sum of its shard only.
+          const Dims& dims = stage_params[param].dims;
+          const Value flat = body.reshape(*grads[param], {elements(dims)});
+          grads[param] = body.reduce_scatter(body.pad_to(flat, shard_elements(dims) * job_.dp), groups_.dp,
+                                             next_handle());
+        } else if (job_.dp > 1) {
           grads[param] = body.all_reduce(*grads[param], groups_.dp, next_handle());
         }
         reduce_order.push_back(param);
@@ -959,6 +1011,12 @@ class StageWriter {
       const Value decayed = body.add(step, body.mul(masters[p], body.like(g, "1.000000e-01")));
       const Value master = body.sub(masters[p], body.mul(decayed, body.like(g, "3.000000e-04")));
       new_weights[p] = body.convert(master, "bf16");
+      if (sharded_optimizer()) {
+        // ZeRO-1: the updated shards are gathered back into the whole (tp-shard) weight.
+        const Dims& dims = stage_params[p].dims;
+        const Value whole = body.all_gather(new_weights[p], groups_.dp, next_handle());
+        new_weights[p] = body.reshape(body.slice(whole, 0, 0, elements(dims)), dims);
+      }
       new_masters[p] = master;
       new_firsts[p] = m1;
       new_seconds[p] = v1;

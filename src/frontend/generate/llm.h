@@ -58,6 +58,9 @@ struct LlmJob {
   Recompute recompute = Recompute::kNone;
   Attention attention = Attention::kFlash;
   bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
+  // ZeRO-1 (Megatron's distributed optimizer): each data-parallel replica keeps and updates 1/dp of
+  // the optimizer state; gradients are reduce-scattered and the updated weights all-gathered.
+  bool zero = false;
 };
 
 // Throws OrreryError (kConfig) naming the offending value when the job cannot be laid out: a
