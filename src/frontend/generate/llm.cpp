@@ -1070,9 +1070,10 @@ const std::vector<LlmModel>& llm_presets() {
   // Llama 2 7B (Touvron et al., 2023), and the Llama3-100M of MaxText's test configurations
   // (../shared/data/stablehlo/hespas_workloads).
   static const std::vector<LlmModel> presets{
-      // MaxText's Llama3-100M as exported in ../shared/data/stablehlo/hespas_workloads: 14 layers,
-      // width 576, 9 heads of 128 (multi-head), FFN 2016.
-      {"llama3-100m", 14, 576, 9, 128, 9, 2016, 128256},
+      // MaxText's Llama3-100M as exported in ../shared/data/stablehlo/hespas_workloads (read off
+      // its parameters: 7 layers of q, k, v [576, 9, 128], o [9, 128, 576], gate and up [576, 2016],
+      // down [2016, 576]): width 576, 9 heads of 128 (multi-head), FFN 2016, vocabulary 128,256.
+      {"llama3-100m", 7, 576, 9, 128, 9, 2016, 128256},
       {"llama2-7b", 32, 4096, 32, 0, 32, 11008, 32000},
       {"llama3-8b", 32, 4096, 32, 0, 8, 14336, 128256},
       {"llama3-70b", 80, 8192, 64, 0, 8, 28672, 128256},
