@@ -32,6 +32,7 @@ struct GenerateArguments {
   std::string out;
   bool json = false;
   bool zero = false;
+  bool sequence_parallel = false;
 };
 
 void write_file(const std::filesystem::path& path, const std::string& text) {
@@ -72,6 +73,7 @@ int generate_llm(GenerateArguments& a) {
   job.grads_in_bf16 = a.grad_dtype == "bf16";
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
   job.zero = a.zero;
+  job.sequence_parallel = a.sequence_parallel;
   gen::validate(job);
 
   const std::filesystem::path out(a.out);
@@ -175,6 +177,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--distributed-optimizer", a->zero,
                 "ZeRO-1: shard the optimizer state over the data-parallel replicas (reduce-scatter the "
                 "gradients, all-gather the weights)");
+  llm->add_flag("--sequence-parallel", a->sequence_parallel,
+                "Megatron's sequence parallelism: norms, residuals and pipeline transfers hold 1/tp of the "
+                "tokens; reduce-scatter and all-gather instead of all-reduce");
   llm->add_flag("--json", a->json, "Print what was generated as JSON");
   return [a]() { return generate_llm(*a); };
 }

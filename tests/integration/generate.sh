@@ -3,7 +3,9 @@
 # communication the closed forms say (GEMM FLOPs per device and stage for flash and naive
 # attention, all-reduces, sends and recvs, the bytes of the arguments); the scenario runs, the
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
-# state and reduce-scatters and all-gathers instead of all-reducing; 1F1B stashes fewer activations than GPipe and full
+# state and reduce-scatters and all-gathers instead of all-reducing; sequence parallelism turns each
+# tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
+# stashes less; 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost; generating twice gives the same files; and each
 # bad request ends with a message and exit 2. Checks: tests/integration/generate_checks.py.
 set -uo pipefail
@@ -26,6 +28,7 @@ gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
 gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
 gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
 gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer
+gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -36,9 +39,11 @@ gen onef "${pipe[@]}" --micro-batches 8
 gen onef16 "${pipe[@]}" --micro-batches 16
 gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
+gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
+gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive zero; do
+for name in flash naive zero seqpar; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -58,7 +63,9 @@ run flash flash_np2 2
 run naive naive
 run zero zero
 run zero zero_np2 2
-for name in onef onef16 gpipe recompute; do run "$name" "$name"; done
+run seqpar seqpar
+run seqpar seqpar_np2 2
+for name in onef onef16 gpipe recompute pipe_tp pipe_sp; do run "$name" "$name"; done
 run preset preset
 run preset preset_np2 2
 
@@ -76,6 +83,9 @@ expect "no model" 2 "name a --model preset, or give --layers, --hidden, --heads,
   "$orrery" generate llm --layers 4 --out "$work/bad"
 expect "zero microbatches" 2 "--micro-batches must be at least 1" -- \
   "$orrery" generate llm --model llama3-8b --micro-batches 0 --out "$work/bad"
+expect "sequence parallelism over a token count tp does not divide" 2 \
+  "--sequence-parallel: the 1025 tokens of a microbatch are not a multiple of --tp 2" -- \
+  "$orrery" generate llm --model llama3-8b --seq 1025 --tp 2 --sequence-parallel --out "$work/bad"
 expect "odd head dimension" 2 "the head dimension 5 must be even for the rotary embedding" -- \
   "$orrery" generate llm --model llama3-8b --head-dim 5 --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \

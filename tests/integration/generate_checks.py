@@ -84,8 +84,29 @@ for s in range(pp):
 print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp) bytes per tensor; "
       "a reduce-scatter and an all-gather per tensor")
 
+# Sequence parallelism (tp 2): the same GEMMs; per layer and microbatch 2 all-gathers and 2
+# reduce-scatters forward, and backward 2 reduce-scatters and 4 all-gathers (the gradients into
+# the two regions and the two norm outputs gathered again); the embedding reduce-scatters forward
+# and gathers backward, the head the other way round; the tensor-parallel all-reduces left are
+# the head's max, sum and loss and one per norm weight (its gradient covers the device's tokens).
+for s in range(pp):
+    flash_inspect, j = load(f"flash.inspect{s}"), load(f"seqpar.inspect{s}")
+    assert j["classes"]["gemm"]["flops"] == flash_inspect["classes"]["gemm"]["flops"], s
+    comm = j["communication_ops"]
+    last = s == pp - 1
+    norms = 2 * per_stage[s] + (1 if last else 0)
+    gathers = 6 * per_stage[s] * M + M
+    scatters = 4 * per_stage[s] * M + M
+    all_reduces = len(tensors(s)) + norms + (3 * M if last else 0)
+    assert comm.get("stablehlo.all_gather") == gathers, (s, comm, gathers)
+    assert comm.get("stablehlo.reduce_scatter") == scatters, (s, comm, scatters)
+    assert comm["stablehlo.all_reduce"] == all_reduces, (s, comm, all_reduces)
+print("ok   sequence parallelism: the same GEMM FLOPs; reduce-scatters, all-gathers and all-reduces as the "
+      "closed forms")
+
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
-for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2")):
+for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
+                 ("seqpar", "seqpar_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])
@@ -105,11 +126,14 @@ assert stash(gpipe) > 1.5 * stash(onef), (stash(gpipe), stash(onef))
 assert stash(gpipe, 3) > 3 * stash(onef, 3), (stash(gpipe, 3), stash(onef, 3))
 assert stash(recompute) < 0.5 * stash(onef), (stash(recompute), stash(onef))
 assert recompute["compute_s"] > 1.2 * onef["compute_s"], (recompute["compute_s"], onef["compute_s"])
+pipe_tp, pipe_sp = load("pipe_tp.summary"), load("pipe_sp.summary")
+assert stash(pipe_sp) < 0.9 * stash(pipe_tp), (stash(pipe_sp), stash(pipe_tp))
 # The pipeline bubble: stages wait while the pipeline fills and drains.
 assert onef["idle_s"] > 0 and gpipe["idle_s"] > 0, (onef["idle_s"], gpipe["idle_s"])
 print(f"ok   stage-0 activations: 1F1B {stash(onef) / 2**20:.1f} MiB (also with 16 microbatches), "
       f"GPipe {stash(gpipe) / 2**20:.1f} MiB, 1F1B with recomputation {stash(recompute) / 2**20:.1f} MiB; "
-      f"compute x{recompute['compute_s'] / onef['compute_s']:.2f}")
+      f"compute x{recompute['compute_s'] / onef['compute_s']:.2f}; tp 2 {stash(pipe_tp) / 2**20:.1f} MiB, "
+      f"with sequence parallelism {stash(pipe_sp) / 2**20:.1f} MiB")
 
 preset = load("preset")
 assert preset["parameters"] == 8030261248, preset["parameters"]  # Llama 3 8B's published count

@@ -232,14 +232,15 @@ class Body {
                     scalar, spell(a.type), spell(a.type)));
   }
 
-  // reduce_scatter (add) of a 1-D value over `groups`: each member keeps its 1/|group| slice.
+  // reduce_scatter (add) over `groups` along dimension 0: each member keeps its 1/|group| slice.
   Value reduce_scatter(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
                        std::uint64_t handle) {
     const std::string x = fresh();
     const std::string y = fresh();
     const std::string r = fresh();
     const std::string scalar = spell(Type{{}, a.type.element});
-    const Type type{{a.type.dims[0] / groups.front().size()}, a.type.element};
+    Type type = a.type;
+    type.dims[0] /= groups.front().size();
     return op(type, fmt::format("\"stablehlo.reduce_scatter\"({}) <{{channel_handle = "
                                 "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
                                 "scatter_dimension = 0 : i64, use_global_device_ids}}> ({{\n"
@@ -250,10 +251,11 @@ class Body {
                                 a.name, handle, groups_attribute(groups), x, scalar, y, scalar, r, x, y,
                                 scalar, r, scalar, spell(a.type), spell(type)));
   }
-  // all_gather of a 1-D value over `groups`.
+  // all_gather over `groups` along dimension 0.
   Value all_gather(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
                    std::uint64_t handle) {
-    const Type type{{a.type.dims[0] * groups.front().size()}, a.type.element};
+    Type type = a.type;
+    type.dims[0] *= groups.front().size();
     return op(type, fmt::format("\"stablehlo.all_gather\"({}) <{{all_gather_dim = 0 : i64, channel_handle = "
                                 "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
                                 "use_global_device_ids}}> : ({}) -> {}",
@@ -425,7 +427,8 @@ class StageWriter {
         job_.tp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
         job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
-            (sharded_optimizer() ? ", distributed optimizer (ZeRO-1)" : ""),
+            (sharded_optimizer() ? ", distributed optimizer (ZeRO-1)" : "") +
+            (sp() ? ", sequence parallelism" : ""),
         stage_, devices, functions, main);
   }
 
@@ -439,36 +442,50 @@ class StageWriter {
   }
 
   Type act() const { return Type{{s_.n, s_.h}, "bf16"}; }
+  // The residual stream as a device holds it: its 1/tp of the tokens under sequence parallelism.
+  bool sp() const { return job_.sequence_parallel && job_.tp > 1; }
+  std::uint64_t rows() const { return sp() ? s_.n / job_.tp : s_.n; }
+  Type local() const { return Type{{rows(), s_.h}, "bf16"}; }
+  Type local_stats() const { return Type{{rows()}, "f32"}; }
+  // Into a tensor-parallel region: the whole sequence (all-gathered under sequence parallelism).
+  Value tp_gather(Body& body, const Value& a) {
+    return sp() ? body.all_gather(a, groups_.tp, next_handle()) : a;
+  }
+  // Out of one: the partial sums of a row-parallel GEMM summed over the tensor-parallel group,
+  // reduce-scattered over the tokens under sequence parallelism.
+  Value tp_reduce(Body& body, const Value& a) {
+    return sp() ? body.reduce_scatter(a, groups_.tp, next_handle()) : tp_all_reduce(body, a);
+  }
 
   // RMSNorm: (x, w) -> (out, rsqrt of the mean square per token).
   std::string norm_forward_function() {
     Body body;
-    const Value x{"%x", act()};
+    const Value x{"%x", local()};
     const Value w{"%w", Type{{s_.h}, "bf16"}};
     const Value xf = body.convert(x, "f32");
     const Value ss = body.reduce(body.mul(xf, xf), {1}, "add");
     const Value mean = body.mul(ss, body.like(ss, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
     const Value rs = body.unary("rsqrt", body.add(mean, body.like(mean, "1.000000e-05")));
-    const Value xn = body.mul(xf, body.broadcast(rs, {s_.n, s_.h}, {0}));
-    const Value out = body.mul(body.convert(xn, "bf16"), body.broadcast(w, {s_.n, s_.h}, {1}));
+    const Value xn = body.mul(xf, body.broadcast(rs, {rows(), s_.h}, {0}));
+    const Value out = body.mul(body.convert(xn, "bf16"), body.broadcast(w, {rows(), s_.h}, {1}));
     return function_text("rms_norm", false, {x, w}, body, {out, rs});
   }
 
   // RMSNorm backward: (dout, x, rs, w) -> (dx, dw).
   std::string norm_backward_function() {
     Body body;
-    const Value dout{"%dout", act()};
-    const Value x{"%x", act()};
-    const Value rs{"%rs", Type{{s_.n}, "f32"}};
+    const Value dout{"%dout", local()};
+    const Value x{"%x", local()};
+    const Value rs{"%rs", local_stats()};
     const Value w{"%w", Type{{s_.h}, "bf16"}};
-    const Value rsb = body.broadcast(rs, {s_.n, s_.h}, {0});
+    const Value rsb = body.broadcast(rs, {rows(), s_.h}, {0});
     const Value xn = body.mul(body.convert(x, "f32"), rsb);
     const Value df = body.convert(dout, "f32");
     const Value dw = body.convert(body.reduce(body.mul(df, xn), {0}, "add"), "bf16");
-    const Value dxn = body.mul(df, body.broadcast(body.convert(w, "f32"), {s_.n, s_.h}, {1}));
+    const Value dxn = body.mul(df, body.broadcast(body.convert(w, "f32"), {rows(), s_.h}, {1}));
     const Value dot = body.reduce(body.mul(dxn, xn), {1}, "add");
     const Value mean = body.mul(dot, body.like(dot, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
-    const Value centred = body.sub(dxn, body.mul(xn, body.broadcast(mean, {s_.n, s_.h}, {0})));
+    const Value centred = body.sub(dxn, body.mul(xn, body.broadcast(mean, {rows(), s_.h}, {0})));
     const Value dx = body.convert(body.mul(centred, rsb), "bf16");
     return function_text("rms_norm_backward", false, {dout, x, rs, w}, body, {dx, dw});
   }
@@ -540,11 +557,11 @@ class StageWriter {
   // x, rs1, n1, the attention core's, context, h (after the attention residual), rs2, n2, the
   // gate and up projections, the SwiGLU output.
   std::vector<Type> saved_types() const {
-    std::vector<Type> types{act(), Type{{s_.n}, "f32"}, act()};
+    std::vector<Type> types{local(), local_stats(), local()};
     for (const Type& t : attention_saved_types()) {
       types.push_back(t);
     }
-    for (const Type& t : {Type{{s_.n, s_.a * s_.d}, "bf16"}, act(), Type{{s_.n}, "f32"}, act(),
+    for (const Type& t : {Type{{s_.n, s_.a * s_.d}, "bf16"}, local(), local_stats(), local(),
                           Type{{s_.n, 2 * s_.f}, "bf16"}, Type{{s_.n, s_.f}, "bf16"}}) {
       types.push_back(t);
     }
@@ -553,12 +570,11 @@ class StageWriter {
 
   std::string layer_forward_function() {
     Body body;
-    const Value x{"%x", act()};
+    const Value x{"%x", local()};
     const std::vector<Value> w = layer_weights();
-    const Type stats{{s_.n}, "f32"};
     // Attention.
-    const auto norm1 = body.call("rms_norm", {x, w[0]}, {act(), stats});
-    const Value qkv = body.matmul(norm1[0], w[1], 1, 0);
+    const auto norm1 = body.call("rms_norm", {x, w[0]}, {local(), local_stats()});
+    const Value qkv = body.matmul(tp_gather(body, norm1[0]), w[1], 1, 0);
     const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
     const Value k = rope(
         body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}), false);
@@ -595,15 +611,15 @@ class StageWriter {
       core = {qh, kx, vx, probs};
     }
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
-    const Value out = tp_all_reduce(body, body.matmul(ctx, w[2], 1, 0));
+    const Value out = tp_reduce(body, body.matmul(ctx, w[2], 1, 0));
     const Value h = body.add(x, out);
     // SwiGLU MLP.
-    const auto norm2 = body.call("rms_norm", {h, w[3]}, {act(), stats});
-    const Value gate_up = body.matmul(norm2[0], w[4], 1, 0);
+    const auto norm2 = body.call("rms_norm", {h, w[3]}, {local(), local_stats()});
+    const Value gate_up = body.matmul(tp_gather(body, norm2[0]), w[4], 1, 0);
     const Value gate = body.slice(gate_up, 1, 0, s_.f);
     const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
     const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
-    const Value down = tp_all_reduce(body, body.matmul(swiglu, w[5], 1, 0));
+    const Value down = tp_reduce(body, body.matmul(swiglu, w[5], 1, 0));
     const Value y = body.add(h, down);
     std::vector<Value> arguments{x};
     arguments.insert(arguments.end(), w.begin(), w.end());
@@ -615,7 +631,7 @@ class StageWriter {
 
   std::string layer_backward_function() {
     Body body;
-    const Value dy{"%dy", act()};
+    const Value dy{"%dy", local()};
     const std::vector<Value> w = layer_weights();
     const std::vector<Type> saved_type = saved_types();
     std::vector<Value> saved;
@@ -626,9 +642,11 @@ class StageWriter {
     const Value &x = saved[0], &rs1 = saved[1], &n1 = saved[2];
     const Value &ctx = saved[c], &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
     const Value &gate_up = saved[c + 4], &swiglu = saved[c + 5];
-    // MLP.
-    const Value dswiglu = body.matmul(dy, w[5], 1, 1);
-    const Value dw_down = body.matmul(swiglu, dy, 0, 0);
+    // MLP. Under sequence parallelism the regions' inputs are gathered again (the saved norm
+    // outputs are the device's tokens only), as Megatron does.
+    const Value dy_all = tp_gather(body, dy);
+    const Value dswiglu = body.matmul(dy_all, w[5], 1, 1);
+    const Value dw_down = body.matmul(swiglu, dy_all, 0, 0);
     const Value gate = body.slice(gate_up, 1, 0, s_.f);
     const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
     const Value sig = body.unary("logistic", gate);
@@ -638,13 +656,14 @@ class StageWriter {
     const Value dsilu = body.mul(sig, body.add(one, body.mul(gate, body.sub(one, sig))));
     const Value dgate = body.mul(body.mul(dswiglu, up), dsilu);
     const Value dgate_up = body.concat({dgate, dup}, 1);
-    const Value dn2 = tp_all_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
-    const Value dw_gate_up = body.matmul(n2, dgate_up, 0, 0);
-    const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {act(), Type{{s_.h}, "bf16"}});
+    const Value dn2 = tp_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
+    const Value dw_gate_up = body.matmul(tp_gather(body, n2), dgate_up, 0, 0);
+    const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dh = body.add(dy, norm2[0]);
     // Attention.
-    const Value dctx = body.matmul(dh, w[2], 1, 1);
-    const Value dw_o = body.matmul(ctx, dh, 0, 0);
+    const Value dh_all = tp_gather(body, dh);
+    const Value dctx = body.matmul(dh_all, w[2], 1, 1);
+    const Value dw_o = body.matmul(ctx, dh_all, 0, 0);
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
     if (flash()) {
@@ -684,9 +703,9 @@ class StageWriter {
         {body.reshape(dq_tokens, {s_.n, s_.a * s_.d}), body.reshape(dk_tokens, {s_.n, s_.k * s_.d}),
          body.reshape(dv_tokens, {s_.n, s_.k * s_.d})},
         1);
-    const Value dn1 = tp_all_reduce(body, body.matmul(dqkv, w[1], 1, 1));
-    const Value dw_qkv = body.matmul(n1, dqkv, 0, 0);
-    const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {act(), Type{{s_.h}, "bf16"}});
+    const Value dn1 = tp_reduce(body, body.matmul(dqkv, w[1], 1, 1));
+    const Value dw_qkv = body.matmul(tp_gather(body, n1), dqkv, 0, 0);
+    const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dx = body.add(dh, norm1[0]);
     std::vector<Value> arguments{dy};
     arguments.insert(arguments.end(), w.begin(), w.end());
@@ -706,19 +725,20 @@ class StageWriter {
       Body body;
       const Value table{"%table", table_type()};
       const Value ids{"%ids", index_type()};
-      const Value rows = body.op(
+      const Value gathered = body.op(
           act(),
           fmt::format(
               "\"stablehlo.gather\"({}, {}) <{{dimension_numbers = #stablehlo.gather<offset_dims = [1], "
               "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = "
               "array<i64: 1, {}>}}> : ({}, {}) -> {}",
               table.name, ids.name, s_.h, spell(table.type), spell(ids.type), spell(act())));
-      text += function_text("embed", false, {table, ids}, body, {tp_all_reduce(body, rows)});
+      text += function_text("embed", false, {table, ids}, body, {tp_reduce(body, gathered)});
     }
     {
       Body body;
-      const Value dx{"%dx", act()};
+      const Value dx_local{"%dx", local()};
       const Value ids{"%ids", index_type()};
+      const Value dx = tp_gather(body, dx_local);
       const Value zeros = body.splat(table_type(), "0.000000e+00");
       const std::string a = body.fresh();
       const std::string b = body.fresh();
@@ -735,7 +755,7 @@ class StageWriter {
               "    }}) : ({}, {}, {}) -> {}",
               zeros.name, ids.name, dx.name, a, b, r, a, b, r, spell(table_type()), spell(ids.type),
               spell(act()), spell(table_type())));
-      text += function_text("embed_backward", false, {dx, ids}, body, {dtable});
+      text += function_text("embed_backward", false, {dx_local, ids}, body, {dtable});
     }
     return text;
   }
@@ -744,13 +764,13 @@ class StageWriter {
   // and backward: (y, norm weight, head weight, labels) -> (loss, dy, dnorm, dhead).
   std::string head_function() {
     Body body;
-    const Value y{"%y", act()};
+    const Value y{"%y", local()};
     const Value wn{"%final_norm", Type{{s_.h}, "bf16"}};
     const Value wh{"%lm_head", Type{{s_.h, s_.v}, "bf16"}};
     const Value labels{"%labels", index_type()};
-    const Type stats{{s_.n}, "f32"};
-    const auto norm = body.call("rms_norm", {y, wn}, {act(), stats});
-    const Value logits = body.convert(body.matmul(norm[0], wh, 1, 0), "f32");
+    const auto norm = body.call("rms_norm", {y, wn}, {local(), local_stats()});
+    const Value normed = tp_gather(body, norm[0]);
+    const Value logits = body.convert(body.matmul(normed, wh, 1, 0), "f32");
     const Dims full{s_.n, s_.v};
     const Value max = tp_all_reduce(body, body.reduce(logits, {1}, "maximum"), "maximum");
     const Value shifted = body.sub(logits, body.broadcast(max, full, {0}));
@@ -773,9 +793,10 @@ class StageWriter {
         body.convert(body.mul(body.sub(probs, onehot),
                               body.like(probs, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n)))),
                      "bf16");
-    const Value dnorm = tp_all_reduce(body, body.matmul(dlogits, wh, 1, 1));
-    const Value dhead = body.matmul(norm[0], dlogits, 0, 0);
-    const auto back = body.call("rms_norm_backward", {dnorm, y, norm[1], wn}, {act(), Type{{s_.h}, "bf16"}});
+    const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1));
+    const Value dhead = body.matmul(normed, dlogits, 0, 0);
+    const auto back =
+        body.call("rms_norm_backward", {dnorm, y, norm[1], wn}, {local(), Type{{s_.h}, "bf16"}});
     return function_text("head", false, {y, wn, wh, labels}, body, {loss, back[0], back[1], dhead});
   }
 
@@ -888,6 +909,11 @@ class StageWriter {
       const Value g = body.convert(grad, grad_element);
       grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
       if (++seen[param] == job_.micro_batches) {
+        if (sp() && stage_params[param].dims.size() == 1) {
+          // Sequence parallelism: each device's norm-weight gradient covers its tokens only; the
+          // tensor-parallel group sums them (Megatron's all-reduce of the layer-norm gradients).
+          grads[param] = body.all_reduce(*grads[param], groups_.tp, next_handle());
+        }
         if (sharded_optimizer()) {
           // ZeRO-1: each replica receives the sum of its shard only.
           const Dims& dims = stage_params[param].dims;
@@ -906,11 +932,11 @@ class StageWriter {
     std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
     std::vector<std::optional<Value>> head_grads(micro);        // dy of the last stage, per microbatch
     const std::size_t head_base = layer_base + layers_ * kLayerParams;
-    std::vector<Type> forward_results{act()};
+    std::vector<Type> forward_results{local()};
     for (const Type& t : saved_types()) {
       forward_results.push_back(t);
     }
-    std::vector<Type> backward_results{act()};
+    std::vector<Type> backward_results{local()};
     for (const Param& p : layer_params(s_)) {
       backward_results.push_back(Type{p.dims, "bf16"});
     }
@@ -919,9 +945,9 @@ class StageWriter {
       Value x;
       if (first_) {
         const Value ids = after(body, micro_ids(tokens, m), prior);
-        x = body.call("embed", {weights[0], ids}, {act()})[0];
+        x = body.call("embed", {weights[0], ids}, {local()})[0];
       } else {
-        x = after(body, recv(body, act(), p2p_handle(stage_ - 1, false, m)), prior);
+        x = after(body, recv(body, local(), p2p_handle(stage_ - 1, false, m)), prior);
       }
       stash[m].resize(layers_);
       for (std::uint32_t l = 0; l < layers_; ++l) {
@@ -939,7 +965,7 @@ class StageWriter {
       if (last_) {
         const auto head =
             body.call("head", {x, weights[head_base], weights[head_base + 1], micro_ids(labels, m)},
-                      {Type{{}, "f32"}, act(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+                      {Type{{}, "f32"}, local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
         loss = loss ? body.add(*loss, head[0]) : head[0];
         head_grads[m] = head[1];
         accumulate(head_base, head[2]);
@@ -953,7 +979,7 @@ class StageWriter {
 
     auto backward = [&](std::uint32_t m) {
       Value dy = last_ ? after(body, *head_grads[m], prior)
-                       : after(body, recv(body, act(), p2p_handle(stage_, true, m)), prior);
+                       : after(body, recv(body, local(), p2p_handle(stage_, true, m)), prior);
       for (std::uint32_t i = layers_; i-- > 0;) {
         const auto w = layer_weights_of(i);
         std::vector<Value> saved = stash[m][i];
@@ -1128,6 +1154,10 @@ void validate(const LlmJob& job) {
     fail(fmt::format(
         "--kv-heads {} is not a multiple of --tp {}: each tensor-parallel device holds whole kv heads",
         m.kv_heads, job.tp));
+  }
+  if (job.sequence_parallel && (static_cast<std::uint64_t>(job.micro_batch) * job.seq) % job.tp != 0) {
+    fail(fmt::format("--sequence-parallel: the {} tokens of a microbatch are not a multiple of --tp {}",
+                     static_cast<std::uint64_t>(job.micro_batch) * job.seq, job.tp));
   }
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));

@@ -61,6 +61,10 @@ struct LlmJob {
   // ZeRO-1 (Megatron's distributed optimizer): each data-parallel replica keeps and updates 1/dp of
   // the optimizer state; gradients are reduce-scattered and the updated weights all-gathered.
   bool zero = false;
+  // Megatron's sequence parallelism (with tp > 1): outside the tensor-parallel regions (norms,
+  // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
+  // becomes a reduce-scatter out of a region and an all-gather into the next.
+  bool sequence_parallel = false;
 };
 
 // Throws OrreryError (kConfig) naming the offending value when the job cannot be laid out: a
