@@ -1,0 +1,124 @@
+// `orrery generate llm`'s writer (frontend/generate/llm.h): every combination of its options
+// writes stages the StableHLO frontend reads; published parameter counts; the layer split; the
+// refusals. What the programs do when simulated is checked end to end by
+// tests/integration/generate.sh.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "frontend/generate/llm.h"
+#include "test_support.h"
+#include "util/error.h"
+
+namespace orrery::frontend::generate {
+namespace {
+
+LlmJob tiny() {
+  LlmJob job;
+  job.model = LlmModel{"tiny", 5, 64, 4, 0, 2, 96, 50};
+  job.seq = 16;
+  job.micro_batches = 3;
+  return job;
+}
+
+TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
+  int programs = 0;
+  for (int bits = 0; bits < 256; ++bits) {
+    LlmJob job = tiny();
+    job.tp = (bits & 1) != 0 ? 2 : 1;
+    job.pp = (bits & 2) != 0 ? 3 : 1;
+    job.dp = (bits & 4) != 0 ? 3 : 1;  // 3: the optimizer-state shards need padding
+    job.attention = (bits & 8) != 0 ? Attention::kNaive : Attention::kFlash;
+    job.schedule = (bits & 16) != 0 ? PipelineSchedule::kGPipe : PipelineSchedule::kOneFOneB;
+    job.recompute = (bits & 32) != 0 ? Recompute::kFull : Recompute::kNone;
+    job.zero = (bits & 64) != 0;
+    job.sequence_parallel = (bits & 128) != 0;
+    job.grads_in_bf16 = (bits % 3) == 0;
+    for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+      const std::string text = stage_program(job, stage);
+      const auto modules = stablehlo::testing::parse(text);
+      ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
+      const workload::Program& program = *modules[0].program;
+      EXPECT_EQ(program.num_partitions(), static_cast<std::int64_t>(job.tp * job.dp)) << bits;
+      EXPECT_NE(program.entry_function(), workload::kNoId) << bits;
+      ++programs;
+    }
+    // The same job gives the same text (a deterministic writer).
+    EXPECT_EQ(stage_program(job, 0), stage_program(job, 0)) << bits;
+  }
+  EXPECT_EQ(programs, 128 * 1 + 128 * 3);
+}
+
+TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
+  LlmJob job;
+  job.model = llm_preset("llama3-8b");
+  EXPECT_EQ(facts(job).parameters, 8'030'261'248U);
+  job.model = llm_preset("llama3-70b");
+  EXPECT_EQ(facts(job).parameters, 70'553'706'496U);
+  job.model = llm_preset("llama3-405b");
+  EXPECT_EQ(facts(job).parameters, 405'853'388'800U);
+  job.model = llm_preset("llama2-7b");
+  EXPECT_EQ(facts(job).parameters, 6'738'415'616U);
+}
+
+TEST(GenerateLlm, LayersSplitAsEvenlyAsPossibleFirstStagesTakingTheRest) {
+  LlmJob job = tiny();  // 5 layers
+  job.pp = 3;
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{2, 2, 1}));
+  job.pp = 5;
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{1, 1, 1, 1, 1}));
+  // Per device of each stage: its layers' tp shards, the embedding on the first, the final norm
+  // and the LM head on the last (a vocabulary of 50 over tp 2: 25 rows each).
+  job.pp = 2;
+  job.tp = 2;
+  const LlmFacts f = facts(job);
+  const std::uint64_t layer = 64 * (2 + 2 * 1) * 16 + 2 * 16 * 64 + 3 * 64 * 48 + 2 * 64;
+  EXPECT_EQ(f.stage_parameters, (std::vector<std::uint64_t>{3 * layer + 25 * 64, 2 * layer + 64 + 64 * 25}));
+}
+
+TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
+  auto refused = [](LlmJob job, const std::string& message) {
+    try {
+      validate(job);
+      ADD_FAILURE() << "expected: " << message;
+    } catch (const OrreryError& error) {
+      EXPECT_EQ(error.code(), ErrorCode::kConfig);
+      EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+    }
+  };
+  LlmJob job = tiny();
+  job.tp = 4;  // 2 kv heads
+  refused(job, "--kv-heads 2 is not a multiple of --tp 4");
+  job = tiny();
+  job.model.heads = 3;
+  job.model.kv_heads = 3;
+  refused(job, "--hidden 64 is not a multiple of --heads 3: give --head-dim");
+  job.model.head_dim = 6;
+  job.model.ffn = 100;
+  job.tp = 3;
+  refused(job, "--ffn 100 is not a multiple of --tp 3");  // heads 3 and kv 3 divide
+  job = tiny();
+  job.pp = 6;
+  refused(job, "--pp 6 is more stages than the model's 5 layers");
+  job = tiny();
+  job.micro_batches = 0;
+  refused(job, "--micro-batches must be at least 1");
+  job = tiny();
+  job.model.heads = 4;
+  job.model.kv_heads = 3;
+  refused(job, "--heads 4 is not a multiple of --kv-heads 3");
+  job = tiny();
+  job.tp = 2;
+  job.seq = 15;
+  job.sequence_parallel = true;
+  refused(job, "the 15 tokens of a microbatch are not a multiple of --tp 2");
+  job = tiny();
+  job.dp = 1U << 24;
+  job.tp = 2;
+  job.pp = 5;
+  refused(job, "devices; at most 2^26");
+  EXPECT_THROW((void)llm_preset("gpt-5"), OrreryError);
+}
+
+}  // namespace
+}  // namespace orrery::frontend::generate
