@@ -46,28 +46,10 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 int generate_llm(GenerateArguments& a) {
   gen::LlmJob job = a.job;
-  if (!a.model.empty()) {
-    job.model = gen::llm_preset(a.model);
-  } else if (!a.layers || !a.hidden || !a.heads || !a.ffn || !a.vocab) {
-    throw OrreryError(
-        ErrorCode::kConfig,
-        "generate llm: name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
-  }
-  // Explicit dimensions override the preset's.
-  if (a.layers) job.model.layers = *a.layers;
-  if (a.hidden) job.model.hidden = *a.hidden;
-  if (a.heads) job.model.heads = *a.heads;
-  if (a.head_dim) job.model.head_dim = *a.head_dim;
-  if (a.ffn) job.model.ffn = *a.ffn;
-  if (a.vocab) job.model.vocab = *a.vocab;
-  if (a.kv_heads) {
-    job.model.kv_heads = *a.kv_heads;
-  } else if (a.model.empty()) {
-    job.model.kv_heads = job.model.heads;  // multi-head attention unless told otherwise
-  }
-  if (a.layers || a.hidden || a.heads || a.head_dim || a.kv_heads || a.ffn || a.vocab) {
-    job.model.name = a.model.empty() ? "custom" : a.model + " (modified)";
-  }
+  const auto value = [](const std::optional<std::uint32_t>& v) { return v.value_or(0); };
+  job.model = gen::resolve_model(
+      a.model, gen::ModelOverrides{value(a.layers), value(a.hidden), value(a.heads), value(a.head_dim),
+                                   value(a.kv_heads), value(a.ffn), value(a.vocab)});
   job.schedule = a.schedule == "gpipe" ? gen::PipelineSchedule::kGPipe : gen::PipelineSchedule::kOneFOneB;
   job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
   job.grads_in_bf16 = a.grad_dtype == "bf16";

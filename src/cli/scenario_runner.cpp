@@ -1,17 +1,22 @@
 #include "cli/scenario_runner.h"
 
-#include <chrono>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+
+#include "cli/trace_output.h"
 #include "compute/hardware.h"
 #include "compute/program_costs.h"
 #include "compute/rules.h"
-#include "cli/trace_output.h"
 #include "frontend/chakra/workload.h"
+#include "frontend/generate/llm.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "network/topology/multi_dim.h"
 #include "pdes/mpi_communicator.h"
 #include "system/rank_set.h"
+#include "util/assert.h"
 
 namespace orrery::cli {
 namespace {
@@ -150,6 +155,77 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
   return parsed[entry.module].program;
 }
 
+// `workload.llm` as the generator's job. The generator's messages name command-line options
+// (`--kv-heads`); here they name the scenario's keys (`workload.llm.kv_heads`).
+frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
+  namespace gen = frontend::generate;
+  try {
+    gen::LlmJob job;
+    job.model = gen::resolve_model(
+        c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads, c.ffn, c.vocab});
+    job.tp = c.tp;
+    job.pp = c.pp;
+    job.dp = c.dp;
+    job.micro_batch = c.micro_batch;
+    job.micro_batches = c.micro_batches;
+    job.seq = c.seq;
+    job.schedule = c.schedule == config::LlmScheduleConfig::kGPipe ? gen::PipelineSchedule::kGPipe
+                                                                   : gen::PipelineSchedule::kOneFOneB;
+    job.recompute =
+        c.recompute == config::LlmRecomputeConfig::kFull ? gen::Recompute::kFull : gen::Recompute::kNone;
+    job.attention =
+        c.attention == config::LlmAttentionConfig::kNaive ? gen::Attention::kNaive : gen::Attention::kFlash;
+    job.sequence_parallel = c.sequence_parallel;
+    job.zero = c.distributed_optimizer;
+    job.grads_in_bf16 = c.grad_dtype == config::LlmGradTypeConfig::kBf16;
+    gen::validate(job);
+    return job;
+  } catch (const OrreryError& error) {
+    std::string message = error.error().message;
+    for (std::size_t at = message.find("--"); at != std::string::npos; at = message.find("--", at)) {
+      std::size_t end = at + 2;
+      while (end < message.size() &&
+             (std::isalnum(static_cast<unsigned char>(message[end])) != 0 || message[end] == '-')) {
+        ++end;
+      }
+      std::string key = message.substr(at + 2, end - at - 2);
+      std::replace(key.begin(), key.end(), '-', '_');  // the options' names are the keys' names
+      const std::string replacement = "workload.llm." + key;
+      message.replace(at, end - at, replacement);
+      at += replacement.size();
+    }
+    throw OrreryError(ErrorCode::kConfig, message);
+  }
+}
+
+// The stages of `workload.llm`, generated and parsed in memory, with their ranks.
+void load_llm(const config::Scenario& scenario, compute::ComputeModel& compute_model,
+              system::SimulationInput& input, RunResult& result) {
+  const frontend::generate::LlmJob job = llm_job(scenario.workload.llm);
+  const std::uint32_t per_stage = job.tp * job.dp;
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    auto source = std::make_shared<workload::SourceText>();
+    source->path = fmt::format("workload.llm/stage_{}.mlir", stage);
+    source->text = frontend::generate::stage_program(job, stage);
+    auto modules = frontend::stablehlo::parse_source(source, {});
+    ORRERY_ASSERT(modules.ok() && modules.value().size() == 1, "a generated stage parses");
+    auto program = modules.value().front().program;
+    std::vector<std::uint32_t> ranks(per_stage);
+    for (std::uint32_t i = 0; i < per_stage; ++i) {
+      ranks[i] = stage * per_stage + i;
+    }
+    compute::ProgramCosts costs =
+        compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));
+    for (const compute::OpCost& cost : costs.ops) {
+      if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
+        ++result.compute.fallbacks;
+      }
+    }
+    input.programs.push_back(system::ProgramInput{program, source->path, std::move(ranks),
+                                                  std::make_shared<CostTableTimes>(std::move(costs)), 0});
+  }
+}
+
 }  // namespace
 
 compute::Hardware load_scenario_hardware(const config::Scenario& scenario) {
@@ -164,7 +240,8 @@ system::SimulationInput prepare_simulation(const config::Scenario& scenario, Run
   system::SimulationInput input;
   input.scenario = &scenario;
   std::unique_ptr<compute::ComputeModel> compute_model;
-  if (scenario.workload.programs.empty() && scenario.workload.chakra.prefix.empty()) {
+  if (scenario.workload.programs.empty() && scenario.workload.chakra.prefix.empty() &&
+      !scenario.workload.llm.enabled()) {
     throw OrreryError(ErrorCode::kConfig, "workload.programs: the scenario names no program to run");
   }
   compute::Hardware hardware = load_scenario_hardware(scenario);
@@ -178,6 +255,9 @@ system::SimulationInput prepare_simulation(const config::Scenario& scenario, Run
   }
   result.compute.estimators = describe_estimators(scenario.compute);
   compute_model = std::make_unique<compute::ComputeModel>(scenario.compute, std::move(hardware));
+  if (scenario.workload.llm.enabled()) {
+    load_llm(scenario, *compute_model, input, result);
+  }
   const bool single = scenario.workload.programs.size() == 1;
   for (std::size_t i = 0; i < scenario.workload.programs.size(); ++i) {
     const config::ProgramConfig& entry = scenario.workload.programs[i];

@@ -78,9 +78,90 @@ struct ChakraConfig {
   }
 };
 
+enum class LlmScheduleConfig { kOneFOneB, kGPipe };
+inline std::span<const EnumName<LlmScheduleConfig>> enum_names(LlmScheduleConfig) {
+  static constexpr EnumName<LlmScheduleConfig> kNames[] = {{LlmScheduleConfig::kOneFOneB, "1f1b"},
+                                                           {LlmScheduleConfig::kGPipe, "gpipe"}};
+  return kNames;
+}
+enum class LlmRecomputeConfig { kNone, kFull };
+inline std::span<const EnumName<LlmRecomputeConfig>> enum_names(LlmRecomputeConfig) {
+  static constexpr EnumName<LlmRecomputeConfig> kNames[] = {{LlmRecomputeConfig::kNone, "none"},
+                                                            {LlmRecomputeConfig::kFull, "full"}};
+  return kNames;
+}
+enum class LlmAttentionConfig { kFlash, kNaive };
+inline std::span<const EnumName<LlmAttentionConfig>> enum_names(LlmAttentionConfig) {
+  static constexpr EnumName<LlmAttentionConfig> kNames[] = {{LlmAttentionConfig::kFlash, "flash"},
+                                                            {LlmAttentionConfig::kNaive, "naive"}};
+  return kNames;
+}
+enum class LlmGradTypeConfig { kF32, kBf16 };
+inline std::span<const EnumName<LlmGradTypeConfig>> enum_names(LlmGradTypeConfig) {
+  static constexpr EnumName<LlmGradTypeConfig> kNames[] = {{LlmGradTypeConfig::kF32, "f32"},
+                                                           {LlmGradTypeConfig::kBf16, "bf16"}};
+  return kNames;
+}
+
+// A Llama-style training job generated when the scenario is loaded, instead of `programs`: the
+// same synthesis as `orrery generate llm` (docs/generate.md), so a sweep can vary the model and
+// its parallel layout (`--vary workload.llm.tp=2,4,8`).
+struct LlmWorkloadConfig {
+  std::string model;
+  std::uint32_t layers = 0;
+  std::uint32_t hidden = 0;
+  std::uint32_t heads = 0;
+  std::uint32_t head_dim = 0;
+  std::uint32_t kv_heads = 0;
+  std::uint32_t ffn = 0;
+  std::uint32_t vocab = 0;
+  std::uint32_t tp = 1;
+  std::uint32_t pp = 1;
+  std::uint32_t dp = 1;
+  std::uint32_t micro_batch = 1;
+  std::uint32_t micro_batches = 1;
+  std::uint32_t seq = 2048;
+  LlmScheduleConfig schedule = LlmScheduleConfig::kOneFOneB;
+  LlmRecomputeConfig recompute = LlmRecomputeConfig::kNone;
+  LlmAttentionConfig attention = LlmAttentionConfig::kFlash;
+  bool sequence_parallel = false;
+  bool distributed_optimizer = false;
+  LlmGradTypeConfig grad_dtype = LlmGradTypeConfig::kF32;
+
+  [[nodiscard]] bool enabled() const { return !model.empty() || layers > 0; }
+
+  template <class V>
+  void fields(V& v) {
+    v("model", model,
+      "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b); empty with `layers` 0: no "
+      "generated job.");
+    v("layers", layers, "Decoder layers; 0: the preset's.");
+    v("hidden", hidden, "Model width; 0: the preset's.");
+    v("heads", heads, "Attention heads; 0: the preset's.");
+    v("head_dim", head_dim, "Head dimension; 0: the preset's (or hidden / heads).");
+    v("kv_heads", kv_heads, "Key/value heads (grouped-query attention); 0: the preset's (or heads).");
+    v("ffn", ffn, "SwiGLU inner width; 0: the preset's.");
+    v("vocab", vocab, "Vocabulary size; 0: the preset's.");
+    v("tp", tp, "Tensor-parallel degree.", at_least(1));
+    v("pp", pp, "Pipeline stages.", at_least(1));
+    v("dp", dp, "Data-parallel replicas.", at_least(1));
+    v("micro_batch", micro_batch, "Sequences per microbatch per replica.", at_least(1));
+    v("micro_batches", micro_batches, "Microbatches per step.", at_least(1));
+    v("seq", seq, "Sequence length.", at_least(1));
+    v("schedule", schedule, "Pipeline schedule.");
+    v("recompute", recompute, "Activation recomputation.");
+    v("attention", attention, "flash: one fused kernel each way; naive: scores materialised.");
+    v("sequence_parallel", sequence_parallel, "Megatron's sequence parallelism (with tp > 1).");
+    v("distributed_optimizer", distributed_optimizer,
+      "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
+    v("grad_dtype", grad_dtype, "Gradient accumulation and data-parallel reduction type.");
+  }
+};
+
 struct WorkloadConfig {
   std::vector<ProgramConfig> programs;
   ChakraConfig chakra;
+  LlmWorkloadConfig llm;
   std::uint32_t steps = 1;
   BranchRuleConfig branch = BranchRuleConfig::kLargest;
 
@@ -88,6 +169,10 @@ struct WorkloadConfig {
   void fields(V& v) {
     v("programs", programs, "Programs (one per pipeline stage or rank group).");
     v("chakra", chakra, "Chakra execution traces to run instead of `programs`.");
+    v("llm", llm,
+      "A generated Llama-style training job to run instead of `programs` (docs/generate.md); its stages run "
+      "on "
+      "ranks tp fastest, then dp, then pp.");
     v("steps", steps, "Training steps run back to back.", at_least(1));
     v("branch", branch,
       "Which branch of an if/case runs: the largest (most ops, nested included), the first or the last.");
@@ -95,6 +180,9 @@ struct WorkloadConfig {
   void validate(Problems& problems) const {
     if (!programs.empty() && !chakra.prefix.empty()) {
       problems.add("chakra", "give either `programs` or `chakra`, not both");
+    }
+    if (llm.enabled() && (!programs.empty() || !chakra.prefix.empty())) {
+      problems.add("llm", "give one of `programs`, `chakra` and `llm`");
     }
   }
 };

@@ -69,6 +69,18 @@ for name in onef onef16 gpipe recompute pipe_tp pipe_sp; do run "$name" "$name";
 run preset preset
 run preset preset_np2 2
 
+# The same job generated when the scenario loads (workload.llm) runs exactly as the files do, and
+# a sweep over its layout gives the same CSV under -np 1 and -np 2.
+llm=(--set 'workload.programs=[]' --set 'workload.llm={layers: 4, hidden: 256, heads: 8, kv_heads: 2, ffn: 512,
+     vocab: 1000, seq: 128, dp: 2, tp: 2, pp: 2, micro_batches: 4}')
+"$orrery" --log-level warn run "$work/flash/scenario.yaml" "${llm[@]}" --summary-json "$work/inline.summary.json" \
+  > "$work/inline.txt" 2>&1 || { fail "run workload.llm"; head -5 "$work/inline.txt"; }
+sweep=(sweep "$work/flash/scenario.yaml" "${llm[@]}" --vary workload.llm.micro_batches=2,4
+       --vary workload.llm.sequence_parallel=false,true)
+"$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep1.csv" > /dev/null 2>&1 || fail "sweep workload.llm"
+timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep2.csv" > /dev/null 2>&1 ||
+  fail "sweep workload.llm -np 2"
+
 "$python" "$root/tests/integration/generate_checks.py" "$work" || fail "generate: closed forms and runs"
 
 expect "hidden not a multiple of heads" 2 "--hidden 64 is not a multiple of --heads 3: give --head-dim" -- \
@@ -90,6 +102,11 @@ expect "odd head dimension" 2 "the head dimension 5 must be even for the rotary 
   "$orrery" generate llm --model llama3-8b --head-dim 5 --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \
   "$orrery" generate llm --model llama3-8b --schedule interleaved --out "$work/bad"
+expect "workload.llm beside programs" 2 "workload.llm: give one of \`programs\`, \`chakra\` and \`llm\`" -- \
+  "$orrery" run "$work/flash/scenario.yaml" --set workload.llm.model=llama3-8b
+expect "workload.llm that cannot be laid out" 2 "workload.llm.kv_heads 8 is not a multiple of workload.llm.tp 16" -- \
+  "$orrery" run "$work/flash/scenario.yaml" --set 'workload.programs=[]' --set workload.llm.model=llama3-8b \
+  --set workload.llm.tp=16
 touch "$work/file"
 expect "output not a directory" 2 "cannot create the directory" -- \
   "$orrery" generate llm --model llama3-8b --out "$work/file/sub"

@@ -106,7 +106,7 @@ print("ok   sequence parallelism: the same GEMM FLOPs; reduce-scatters, all-gath
 
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
-                 ("seqpar", "seqpar_np2")):
+                 ("seqpar", "seqpar_np2"), ("flash", "inline")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])
@@ -138,3 +138,15 @@ print(f"ok   stage-0 activations: 1F1B {stash(onef) / 2**20:.1f} MiB (also with 
 preset = load("preset")
 assert preset["parameters"] == 8030261248, preset["parameters"]  # Llama 3 8B's published count
 print("ok   llama3-8b: 8,030,261,248 parameters")
+
+import csv
+rows = [list(csv.DictReader(open(f"{w}/sweep{n}.csv"))) for n in (1, 2)]
+for table in rows:
+    for row in table:
+        row.pop("wall_s")
+assert rows[0] == rows[1] and len(rows[0]) == 4, rows
+assert all(r["error"] == "" for r in rows[0]), rows[0]
+four = [r for r in rows[0] if r["workload.llm.micro_batches"] == "4" and r["workload.llm.sequence_parallel"] == "false"]
+assert abs(float(four[0]["step_time_s"]) / summary["step_time_s"] - 1) < 1e-8, (four, summary["step_time_s"])  # CSV: 9 digits
+print("ok   workload.llm: the same run as the generated files; a sweep over its layout, the same CSV for "
+      "-np 1 and -np 2")

@@ -1119,6 +1119,36 @@ LlmModel llm_preset(std::string_view name) {
   fail(fmt::format("--model: unknown model '{}' (presets: {})", name, fmt::join(known, ", ")));
 }
 
+LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
+  LlmModel model;
+  if (!preset.empty()) {
+    model = llm_preset(preset);
+  } else if (o.layers == 0 || o.hidden == 0 || o.heads == 0 || o.ffn == 0 || o.vocab == 0) {
+    fail("name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
+  }
+  const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
+                       o.ffn != 0 || o.vocab != 0;
+  auto apply = [](std::uint32_t& field, std::uint32_t value) {
+    if (value != 0) {
+      field = value;
+    }
+  };
+  apply(model.layers, o.layers);
+  apply(model.hidden, o.hidden);
+  apply(model.heads, o.heads);
+  apply(model.head_dim, o.head_dim);
+  apply(model.ffn, o.ffn);
+  apply(model.vocab, o.vocab);
+  apply(model.kv_heads, o.kv_heads);
+  if (preset.empty() && o.kv_heads == 0) {
+    model.kv_heads = model.heads;  // multi-head attention unless told otherwise
+  }
+  if (changed) {
+    model.name = preset.empty() ? "custom" : std::string(preset) + " (modified)";
+  }
+  return model;
+}
+
 void validate(const LlmJob& job) {
   const LlmModel& m = job.model;
   const std::pair<const char*, std::uint64_t> positive[] = {{"--layers", m.layers},

@@ -67,6 +67,15 @@ struct LlmJob {
   bool sequence_parallel = false;
 };
 
+// The model of a preset (or, with an empty name, none) with every nonzero dimension given
+// replacing the preset's; without a preset, kv heads default to the heads (multi-head attention)
+// and the name is "custom". Throws OrreryError (kConfig) for an unknown preset, or a custom model
+// missing one of layers, hidden, heads, ffn and vocab.
+struct ModelOverrides {
+  std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
+};
+LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides);
+
 // Throws OrreryError (kConfig) naming the offending value when the job cannot be laid out: a
 // zero dimension, heads or kv heads or the FFN width not divisible by tp, more stages than
 // layers, a head count not divisible by the kv head count, or a tensor that would not fit the
