@@ -61,6 +61,22 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   EXPECT_EQ(facts(job).parameters, 6'738'415'616U);
 }
 
+TEST(GenerateLlm, ModelFlopsFollowTheMfuConvention) {
+  // 6 x matmul parameters x tokens plus attention's 12 x layers x seq x heads x head dim per
+  // token (forward and backward, the full square); recomputation is not model work.
+  LlmJob job;
+  job.model = llm_preset("llama3-8b");
+  job.seq = 4096;
+  job.dp = 2;
+  job.micro_batches = 4;
+  const double tokens = 2.0 * 4 * 4096;
+  const double matmul = 8'030'261'248.0 - 128256.0 * 4096 - 32 * 2 * 4096.0 - 4096;  // no embedding, no norms
+  const double expected = (6 * matmul + 12.0 * 32 * 4096 * 32 * 128) * tokens;
+  EXPECT_NEAR(facts(job).model_flops, expected, 1e-9 * expected);
+  job.recompute = Recompute::kFull;
+  EXPECT_NEAR(facts(job).model_flops, expected, 1e-9 * expected);
+}
+
 TEST(GenerateLlm, LayersSplitAsEvenlyAsPossibleFirstStagesTakingTheRest) {
   LlmJob job = tiny();  // 5 layers
   job.pp = 3;

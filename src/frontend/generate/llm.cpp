@@ -1235,8 +1235,8 @@ LlmFacts facts(const LlmJob& job) {
   // the causal mask is added, not skipped); backward twice forward.
   const double per_token = 2.0 * static_cast<double>(m.layers * (attention + mlp) + vocab) +
                            4.0 * static_cast<double>(m.layers) * job.seq * m.heads * d;
-  const double passes = job.recompute == Recompute::kFull ? 4.0 : 3.0;
-  out.model_flops = passes * per_token * static_cast<double>(out.tokens_per_step);
+  // Recomputation is not counted (model FLOPs, not hardware FLOPs: PaLM's MFU definition).
+  out.model_flops = 3.0 * per_token * static_cast<double>(out.tokens_per_step);
   const Shape s = shape_of(job);
   const auto layers = stage_layers(job);
   for (std::uint32_t stage = 0; stage < job.pp; ++stage) {

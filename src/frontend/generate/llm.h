@@ -92,7 +92,8 @@ struct LlmFacts {
   std::uint64_t tokens_per_step = 0;  // global batch in tokens
   std::uint64_t global_batch = 0;     // sequences per step
   // Model FLOPs of one step (forward and backward, matmuls and attention, counted as 2 per
-  // multiply-add; the convention of MFU figures: 6 * params-in-matmuls * tokens plus attention).
+  // multiply-add; the convention of MFU figures: 6 * params-in-matmuls * tokens plus attention;
+  // recomputation not counted).
   double model_flops = 0;
   std::vector<std::uint64_t> stage_parameters;  // per device of each stage (its tp shard)
 };
