@@ -159,6 +159,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--distributed-optimizer", a->zero,
                 "ZeRO-1: shard the optimizer state over the data-parallel replicas (reduce-scatter the "
                 "gradients, all-gather the weights)");
+  llm->add_option("--bucket-elements", a->job.bucket_elements,
+                  "Gradient elements per data-parallel bucket (0: Megatron's max(40M, 1M x dp))")
+      ->capture_default_str();
   llm->add_flag("--sequence-parallel", a->sequence_parallel,
                 "Megatron's sequence parallelism: norms, residuals and pipeline transfers hold 1/tp of the "
                 "tokens; reduce-scatter and all-gather instead of all-reduce");

@@ -127,6 +127,7 @@ struct LlmWorkloadConfig {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
   LlmGradTypeConfig grad_dtype = LlmGradTypeConfig::kF32;
+  std::uint64_t bucket_elements = 0;
 
   [[nodiscard]] bool enabled() const { return !model.empty() || layers > 0; }
 
@@ -155,6 +156,8 @@ struct LlmWorkloadConfig {
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
     v("grad_dtype", grad_dtype, "Gradient accumulation and data-parallel reduction type.");
+    v("bucket_elements", bucket_elements,
+      "Gradient elements per data-parallel bucket; 0: Megatron's default, max(40M, 1M x dp).");
   }
 };
 

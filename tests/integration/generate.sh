@@ -24,11 +24,15 @@ gen() {  # gen NAME ARGS...: generates into $work/NAME with --json facts in $wor
   "$orrery" generate llm "$@" --out "$work/$name" --json > "$work/$name.json" 2> "$work/$name.err" ||
     { fail "generate $name"; cat "$work/$name.err"; }
 }
-gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
-gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
-gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
-gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer
-gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel
+# --bucket-elements 1: every gradient reduced on its own, so the counts below are per tensor.
+gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive --bucket-elements 1
+gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 1
+gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
+gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
+gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
+gen zerobuckets "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 300000
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -43,7 +47,7 @@ gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive zero seqpar; do
+for name in flash naive zero seqpar buckets onebucket zerobuckets; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -65,6 +69,8 @@ run zero zero
 run zero zero_np2 2
 run seqpar seqpar
 run seqpar seqpar_np2 2
+run zerobuckets zerobuckets
+run zerobuckets zerobuckets_np2 2
 for name in onef onef16 gpipe recompute pipe_tp pipe_sp; do run "$name" "$name"; done
 run preset preset
 run preset preset_np2 2
@@ -72,7 +78,7 @@ run preset preset_np2 2
 # The same job generated when the scenario loads (workload.llm) runs exactly as the files do, and
 # a sweep over its layout gives the same CSV under -np 1 and -np 2.
 llm=(--set 'workload.programs=[]' --set 'workload.llm={layers: 4, hidden: 256, heads: 8, kv_heads: 2, ffn: 512,
-     vocab: 1000, seq: 128, dp: 2, tp: 2, pp: 2, micro_batches: 4}')
+     vocab: 1000, seq: 128, dp: 2, tp: 2, pp: 2, micro_batches: 4, bucket_elements: 1}')
 "$orrery" --log-level warn run "$work/flash/scenario.yaml" "${llm[@]}" --summary-json "$work/inline.summary.json" \
   > "$work/inline.txt" 2>&1 || { fail "run workload.llm"; head -5 "$work/inline.txt"; }
 sweep=(sweep "$work/flash/scenario.yaml" "${llm[@]}" --vary workload.llm.micro_batches=2,4

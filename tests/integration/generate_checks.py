@@ -47,7 +47,8 @@ for name, core in (("flash", 14 * 0.5), ("naive", 12.0)):
         params = per_stage[s] * 6 + (1 if s == 0 else 0) + (2 if last else 0)
         # tp all-reduces: 2 forward + 2 backward per layer and microbatch, the embedding's (stage 0),
         # the head's max, sum, loss and input gradient (last stage); dp: one per parameter tensor.
-        all_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M if last else 0) + params
+        # The loss is averaged over the data-parallel replicas once per step (last stage).
+        all_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0) + params
         assert comm["stablehlo.all_reduce"] == all_reduces, (name, s, comm, all_reduces)
         assert comm["stablehlo.send"] == M and comm["stablehlo.recv"] == M, (name, s, comm)
     print(f"ok   {name}: GEMM FLOPs, all-reduces, sends and recvs per stage as the closed forms")
@@ -78,7 +79,7 @@ for s in range(pp):
     comm = load(f"zero.inspect{s}")["communication_ops"]
     last = s == pp - 1
     n = len(tensors(s))
-    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M if last else 0)
+    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
     assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm)
     assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
 print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp) bytes per tensor; "
@@ -87,26 +88,60 @@ print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp)
 # Sequence parallelism (tp 2): the same GEMMs; per layer and microbatch 2 all-gathers and 2
 # reduce-scatters forward, and backward 2 reduce-scatters and 4 all-gathers (the gradients into
 # the two regions and the two norm outputs gathered again); the embedding reduce-scatters forward
-# and gathers backward, the head the other way round; the tensor-parallel all-reduces left are
-# the head's max, sum and loss and one per norm weight (its gradient covers the device's tokens).
+# and gathers backward; the head gathers forward and again backward, and reduce-scatters backward;
+# the tensor-parallel all-reduces left are the head's max, sum and target logit per microbatch
+# and one for all the norm weights' gradients (each covers the device's tokens only).
 for s in range(pp):
     flash_inspect, j = load(f"flash.inspect{s}"), load(f"seqpar.inspect{s}")
     assert j["classes"]["gemm"]["flops"] == flash_inspect["classes"]["gemm"]["flops"], s
     comm = j["communication_ops"]
     last = s == pp - 1
-    norms = 2 * per_stage[s] + (1 if last else 0)
-    gathers = 6 * per_stage[s] * M + M
+    gathers = 6 * per_stage[s] * M + (2 * M if last else M)
     scatters = 4 * per_stage[s] * M + M
-    all_reduces = len(tensors(s)) + norms + (3 * M if last else 0)
+    all_reduces = len(tensors(s)) + 1 + (3 * M + 1 if last else 0)
     assert comm.get("stablehlo.all_gather") == gathers, (s, comm, gathers)
     assert comm.get("stablehlo.reduce_scatter") == scatters, (s, comm, scatters)
     assert comm["stablehlo.all_reduce"] == all_reduces, (s, comm, all_reduces)
 print("ok   sequence parallelism: the same GEMM FLOPs; reduce-scatters, all-gathers and all-reduces as the "
       "closed forms")
 
+# Gradient buckets (Megatron's DDP): gradients join the open bucket in the order their last
+# microbatch's part arrives (1F1B: the last backward unit; the head first on the last stage, then
+# the layers from the last, each in the order attention_norm, wqkv, wo, mlp_norm, w_gate_up,
+# w_down; the embedding last on the first stage); a bucket is reduced once it holds the threshold,
+# the rest at the end. The default threshold (40M) makes one bucket per stage.
+def bucket_count(stage, threshold):
+    layer = [H, H * (a + 2 * k) * D, a * D * H, H, H * 2 * f, f * H]
+    order = ([H, H * v] if stage == pp - 1 else []) + per_stage[stage] * layer + ([v * H] if stage == 0 else [])
+    count, open_elements = 0, 0
+    for e in order:
+        open_elements += e
+        if open_elements >= threshold:
+            count, open_elements = count + 1, 0
+    return count + (1 if open_elements else 0)
+
+
+for name, threshold in (("buckets", 300000), ("onebucket", 40_000_000), ("zerobuckets", 300000)):
+    for s in range(pp):
+        comm = load(f"{name}.inspect{s}")["communication_ops"]
+        last = s == pp - 1
+        tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+        n = bucket_count(s, threshold)
+        if name == "zerobuckets":
+            assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm, n)
+            assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm)
+        else:
+            assert comm["stablehlo.all_reduce"] == tp_reduces + n, (name, s, comm, n)
+assert bucket_count(0, 300000) > 1 and bucket_count(0, 40_000_000) == 1
+zb = load("zerobuckets.summary")
+assert [m["arguments_bytes"] for m in zb["memory"]] == [m["arguments_bytes"] for m in zsummary["memory"]], \
+    "buckets do not change the state a replica keeps"
+print(f"ok   gradient buckets: {bucket_count(0, 300000)} and {bucket_count(1, 300000)} buckets of 300,000 "
+      "elements, one of 40M, per stage; ZeRO-1 buckets reduce-scatter and all-gather once each")
+
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
-                 ("seqpar", "seqpar_np2"), ("flash", "inline")):
+                 ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

@@ -409,7 +409,7 @@ class StageWriter {
       functions += embed_functions();
     }
     if (last_) {
-      functions += head_function();
+      functions += head_functions();
     }
     const std::string main = main_function();
     const std::uint64_t devices = static_cast<std::uint64_t>(job_.dp) * job_.tp;
@@ -538,19 +538,25 @@ class StageWriter {
 
   bool flash() const { return job_.attention == Attention::kFlash; }
   bool sharded_optimizer() const { return job_.zero && job_.dp > 1; }
+  // Elements per gradient bucket: as given, or Megatron's default max(40M, 1M x dp).
+  std::uint64_t bucket_elements() const {
+    return job_.bucket_elements != 0 ? job_.bucket_elements
+                                     : std::max<std::uint64_t>(40'000'000, 1'000'000ULL * job_.dp);
+  }
   // Elements of a replica's optimizer-state shard of a tensor: ceil(elements / dp).
   std::uint64_t shard_elements(const Dims& dims) const { return (elements(dims) + job_.dp - 1) / job_.dp; }
 
-  // What the backward pass reads of the attention core: flash: q, k, v (kv heads unexpanded), the
-  // output and the softmax statistics; naive: q, k and v expanded to every head, and the
-  // probabilities.
+  // What the backward pass reads of the attention core besides the context (which it keeps
+  // anyway as the output projection's input, and which is the attention's output): q, k and v
+  // (kv heads unexpanded: the backward expands them again), and flash's softmax statistics or
+  // the naive path's probabilities.
   std::vector<Type> attention_saved_types() const {
     const Type heads{{s_.b, s_.a, s_.s, s_.d}, "bf16"};
+    const Type kv{{s_.b, s_.k, s_.s, s_.d}, "bf16"};
     if (flash()) {
-      const Type kv{{s_.b, s_.k, s_.s, s_.d}, "bf16"};
-      return {heads, kv, kv, heads, Type{{s_.b, s_.a, s_.s}, "f32"}};
+      return {heads, kv, kv, Type{{s_.b, s_.a, s_.s}, "f32"}};
     }
-    return {heads, heads, heads, Type{{s_.b, s_.a, s_.s, s_.s}, "bf16"}};
+    return {heads, kv, kv, Type{{s_.b, s_.a, s_.s, s_.s}, "bf16"}};
   }
 
   // What the backward pass reads of the forward pass, in layer_forward's result order after y:
@@ -561,8 +567,12 @@ class StageWriter {
     for (const Type& t : attention_saved_types()) {
       types.push_back(t);
     }
-    for (const Type& t : {Type{{s_.n, s_.a * s_.d}, "bf16"}, local(), local_stats(), local(),
-                          Type{{s_.n, 2 * s_.f}, "bf16"}, Type{{s_.n, s_.f}, "bf16"}}) {
+    // The attention's output: flash keeps its kernel's output (b, a, s, d), which its backward
+    // reads, and the output projection's input is the same data; naive keeps the projection's
+    // input (n, a * d).
+    const Type context = flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : Type{{s_.n, s_.a * s_.d}, "bf16"};
+    for (const Type& t : {context, local(), local_stats(), local(), Type{{s_.n, 2 * s_.f}, "bf16"},
+                          Type{{s_.n, s_.f}, "bf16"}}) {
       types.push_back(t);
     }
     return types;
@@ -593,7 +603,7 @@ class StageWriter {
                                qh.name, kh.name, vh.name, spell(qh.type), spell(kh.type), spell(vh.type),
                                spell(qh.type), spell(lse)));
       context = fused[0];
-      core = {qh, kh, vh, fused[0], fused[1]};
+      core = {qh, kh, vh, fused[1]};
     } else {
       const Value kx = expand_kv(body, kh);
       const Value vx = expand_kv(body, vh);
@@ -608,7 +618,7 @@ class StageWriter {
       const Value sum = body.reduce(e, {3}, "add");
       const Value probs = body.convert(body.div(e, body.broadcast(sum, rows, {0, 1, 2})), "bf16");
       context = body.dot(probs, vx, {0, 1}, {0, 1}, {3}, {2});
-      core = {qh, kx, vx, probs};
+      core = {qh, kh, vh, probs};
     }
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
     const Value out = tp_reduce(body, body.matmul(ctx, w[2], 1, 0));
@@ -625,7 +635,7 @@ class StageWriter {
     arguments.insert(arguments.end(), w.begin(), w.end());
     std::vector<Value> results{y, x, norm1[1], norm1[0]};
     results.insert(results.end(), core.begin(), core.end());
-    results.insert(results.end(), {ctx, h, norm2[1], norm2[0], gate_up, swiglu});
+    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], norm2[0], gate_up, swiglu});
     return function_text("layer_forward", false, arguments, body, results);
   }
 
@@ -640,7 +650,9 @@ class StageWriter {
     }
     const std::size_t c = 3 + attention_saved_types().size();  // the first saved value after the core
     const Value &x = saved[0], &rs1 = saved[1], &n1 = saved[2];
-    const Value &ctx = saved[c], &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
+    const Value &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
+    const Value ctx =
+        flash() ? body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d}) : saved[c];
     const Value &gate_up = saved[c + 4], &swiglu = saved[c + 5];
     // MLP. Under sequence parallelism the regions' inputs are gathered again (the saved norm
     // outputs are the device's tokens only), as Megatron does.
@@ -667,20 +679,23 @@ class StageWriter {
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
     if (flash()) {
+      const Value& out = saved[c];  // the attention's output
       const std::vector<Value> grads = body.ops(
           {saved[3].type, saved[4].type, saved[5].type},
           fmt::format(
               "stablehlo.custom_call @orrery.attention_backward({}, {}, {}, {}, {}, {}) {{backend_config = "
               "\"causal\"}} : ({}, {}, {}, {}, {}, {}) -> ({}, {}, {})",
-              saved[3].name, saved[4].name, saved[5].name, saved[6].name, saved[7].name, dcontext.name,
-              spell(saved[3].type), spell(saved[4].type), spell(saved[5].type), spell(saved[6].type),
-              spell(saved[7].type), spell(dcontext.type), spell(saved[3].type), spell(saved[4].type),
+              saved[3].name, saved[4].name, saved[5].name, out.name, saved[6].name, dcontext.name,
+              spell(saved[3].type), spell(saved[4].type), spell(saved[5].type), spell(out.type),
+              spell(saved[6].type), spell(dcontext.type), spell(saved[3].type), spell(saved[4].type),
               spell(saved[5].type)));
       dq = grads[0];
       dk = grads[1];
       dv = grads[2];
     } else {
-      const Value &qh = saved[3], &kh = saved[4], &vh = saved[5], &probs = saved[6];
+      const Value &qh = saved[3], &probs = saved[6];
+      const Value kh = expand_kv(body, saved[4]);
+      const Value vh = expand_kv(body, saved[5]);
       const Value dprobs = body.dot(dcontext, vh, {0, 1}, {0, 1}, {3}, {3});
       const Value dvx = body.dot(probs, dcontext, {0, 1}, {0, 1}, {2}, {2});
       const Value pf = body.convert(probs, "f32");
@@ -760,44 +775,70 @@ class StageWriter {
     return text;
   }
 
-  // The last stage's final norm, vocabulary-parallel LM head and softmax cross-entropy, forward
-  // and backward: (y, norm weight, head weight, labels) -> (loss, dy, dnorm, dhead).
-  std::string head_function() {
-    Body body;
-    const Value y{"%y", local()};
-    const Value wn{"%final_norm", Type{{s_.h}, "bf16"}};
-    const Value wh{"%lm_head", Type{{s_.h, s_.v}, "bf16"}};
-    const Value labels{"%labels", index_type()};
-    const auto norm = body.call("rms_norm", {y, wn}, {local(), local_stats()});
-    const Value normed = tp_gather(body, norm[0]);
-    const Value logits = body.convert(body.matmul(normed, wh, 1, 0), "f32");
-    const Dims full{s_.n, s_.v};
-    const Value max = tp_all_reduce(body, body.reduce(logits, {1}, "maximum"), "maximum");
-    const Value shifted = body.sub(logits, body.broadcast(max, full, {0}));
-    const Value e = body.unary("exponential", shifted);
-    const Value sum = tp_all_reduce(body, body.reduce(e, {1}, "add"));
-    const Value probs = body.div(e, body.broadcast(sum, full, {0}));
-    const Value iota =
-        body.op(Type{full, "i32"}, fmt::format("stablehlo.iota dim = 1 : {}", spell(Type{full, "i32"})));
-    const Value target = body.broadcast(body.reshape(labels, {s_.n}), full, {0});
-    const Type mask{full, "i1"};
+  // What the head's backward reads of its forward: the final norm's output (the device's tokens)
+  // and statistics, and the softmax over the device's vocabulary shard (f32), as Megatron's
+  // vocabulary-parallel cross-entropy keeps it.
+  std::vector<Type> head_saved_types() const { return {local(), local_stats(), Type{{s_.n, s_.v}, "f32"}}; }
+
+  // The target's one-hot row over the device's vocabulary shard.
+  Value onehot(Body& body, const Value& labels) {
+    const Type full{{s_.n, s_.v}, "i32"};
+    const Value iota = body.op(full, fmt::format("stablehlo.iota dim = 1 : {}", spell(full)));
+    const Value target = body.broadcast(body.reshape(labels, {s_.n}), full.dims, {0});
+    const Type mask{full.dims, "i1"};
     const Value hit =
         body.op(mask, fmt::format("stablehlo.compare  EQ, {}, {} : ({}, {}) -> {}", iota.name, target.name,
                                   spell(iota.type), spell(target.type), spell(mask)));
-    const Value onehot = body.convert(hit, "f32");
-    const Value log_sum = body.broadcast(body.unary("log", sum), full, {0});
-    const Value picked = body.reduce(body.mul(body.sub(shifted, log_sum), onehot), {0, 1}, "add");
-    const Value loss = tp_all_reduce(
-        body, body.mul(picked, body.like(picked, fmt::format("{:e}", -1.0 / static_cast<double>(s_.n)))));
-    const Value dlogits =
-        body.convert(body.mul(body.sub(probs, onehot),
-                              body.like(probs, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n)))),
-                     "bf16");
-    const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1));
-    const Value dhead = body.matmul(normed, dlogits, 0, 0);
-    const auto back =
-        body.call("rms_norm_backward", {dnorm, y, norm[1], wn}, {local(), Type{{s_.h}, "bf16"}});
-    return function_text("head", false, {y, wn, wh, labels}, body, {loss, back[0], back[1], dhead});
+    return body.convert(hit, "f32");
+  }
+
+  // The last stage's final norm, vocabulary-parallel LM head and softmax cross-entropy (Megatron's:
+  // the logits' max, the sum of their exponentials and the target's logit are all-reduced over
+  // the tensor-parallel group). Forward: (y, norm weight, head weight, labels) -> (loss, saved...);
+  // backward, in the microbatch's backward unit: (saved..., y, norm weight, head weight, labels) ->
+  // (dy, dnorm, dhead).
+  std::string head_functions() {
+    std::string text;
+    const Value wn{"%final_norm", Type{{s_.h}, "bf16"}};
+    const Value wh{"%lm_head", Type{{s_.h, s_.v}, "bf16"}};
+    const Value labels{"%labels", index_type()};
+    const Value y{"%y", local()};
+    {
+      Body body;
+      const auto norm = body.call("rms_norm", {y, wn}, {local(), local_stats()});
+      const Value logits = body.convert(body.matmul(tp_gather(body, norm[0]), wh, 1, 0), "f32");
+      const Dims full{s_.n, s_.v};
+      const Value max = tp_all_reduce(body, body.reduce(logits, {1}, "maximum"), "maximum");
+      const Value shifted = body.sub(logits, body.broadcast(max, full, {0}));
+      const Value e = body.unary("exponential", shifted);
+      const Value sum = tp_all_reduce(body, body.reduce(e, {1}, "add"));
+      const Value probs = body.div(e, body.broadcast(sum, full, {0}));
+      const Value target =
+          tp_all_reduce(body, body.reduce(body.mul(shifted, onehot(body, labels)), {1}, "add"));
+      const Value per_token = body.sub(body.unary("log", sum), target);
+      const Value total = body.reduce(per_token, {0}, "add");
+      const Value loss =
+          body.mul(total, body.like(total, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n))));
+      text +=
+          function_text("head_forward", false, {y, wn, wh, labels}, body, {loss, norm[0], norm[1], probs});
+    }
+    {
+      Body body;
+      const Value normed{"%normed", local()};
+      const Value rs{"%rs", local_stats()};
+      const Value probs{"%probs", Type{{s_.n, s_.v}, "f32"}};
+      const Value dlogits =
+          body.convert(body.mul(body.sub(probs, onehot(body, labels)),
+                                body.like(probs, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n)))),
+                       "bf16");
+      const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1));
+      // Under sequence parallelism the norm's output is gathered again, as the layers do.
+      const Value dhead = body.matmul(tp_gather(body, normed), dlogits, 0, 0);
+      const auto back = body.call("rms_norm_backward", {dnorm, y, rs, wn}, {local(), Type{{s_.h}, "bf16"}});
+      text += function_text("head_backward", false, {normed, rs, probs, y, wn, wh, labels}, body,
+                            {back[0], back[1], dhead});
+    }
+    return text;
   }
 
   // The stage's parameters in argument order.
@@ -897,11 +938,65 @@ class StageWriter {
       return body.reshape(body.slice(all, 0, m, m + 1), {s_.n, 1});
     };
 
-    // Gradients: accumulated over microbatches; a parameter's data-parallel all-reduce is written
-    // right after its last microbatch's gradient (Megatron's overlapped gradient reduction).
+    // Gradients: accumulated over microbatches, then reduced over the data-parallel group in
+    // buckets (Megatron's DDP): a gradient joins the open bucket when its last microbatch's part is
+    // in, and a bucket is reduced as soon as it holds `bucket_elements()`, so the reductions
+    // overlap the rest of the backward pass; what remains is reduced at its end.
     std::vector<std::optional<Value>> grads(stage_params.size());
     std::vector<std::uint32_t> seen(stage_params.size(), 0);
-    std::vector<std::size_t> reduce_order;
+    std::vector<std::size_t> open;
+    std::uint64_t open_elements = 0;
+    std::vector<std::vector<std::size_t>> buckets;  // in the order they were reduced
+    std::vector<std::size_t> norms;                 // sequence parallelism: norm gradients held back
+    auto flatten = [&](std::size_t p) { return body.reshape(*grads[p], {elements(stage_params[p].dims)}); };
+    auto reduce_open = [&]() {
+      if (open.empty()) {
+        return;
+      }
+      if (sharded_optimizer()) {
+        // ZeRO-1: each gradient padded to dp shards as a [dp, shard] block; the blocks side by side,
+        // so that row r of the bucket is replica r's shard of every gradient, and one
+        // reduce-scatter leaves each replica the sum of its row.
+        std::vector<Value> blocks;
+        std::uint64_t row = 0;
+        for (const std::size_t p : open) {
+          const std::uint64_t shard = shard_elements(stage_params[p].dims);
+          blocks.push_back(body.reshape(body.pad_to(flatten(p), shard * job_.dp), {job_.dp, shard}));
+          row += shard;
+        }
+        const Value all = blocks.size() == 1 ? blocks.front() : body.concat(blocks, 1);
+        const Value mine = body.reduce_scatter(body.reshape(all, {job_.dp * row}), groups_.dp, next_handle());
+        std::uint64_t offset = 0;
+        for (const std::size_t p : open) {
+          const std::uint64_t shard = shard_elements(stage_params[p].dims);
+          grads[p] = body.slice(mine, 0, offset, offset + shard);
+          offset += shard;
+        }
+      } else if (job_.dp > 1) {
+        std::vector<Value> flats;
+        for (const std::size_t p : open) {
+          flats.push_back(flatten(p));
+        }
+        const Value sum = body.all_reduce(flats.size() == 1 ? flats.front() : body.concat(flats, 0),
+                                          groups_.dp, next_handle());
+        std::uint64_t offset = 0;
+        for (const std::size_t p : open) {
+          const Dims& dims = stage_params[p].dims;
+          grads[p] = body.reshape(body.slice(sum, 0, offset, offset + elements(dims)), dims);
+          offset += elements(dims);
+        }
+      }
+      buckets.push_back(open);
+      open.clear();
+      open_elements = 0;
+    };
+    auto to_bucket = [&](std::size_t p) {
+      open.push_back(p);
+      open_elements += elements(stage_params[p].dims);
+      if (open_elements >= bucket_elements()) {
+        reduce_open();
+      }
+    };
     auto accumulate = [&](std::size_t param, const Value& grad) {
       // Each microbatch adds into the accumulator as its own kernel, in place (Megatron's
       // main_grad): the barrier keeps the chain of adds from fusing into one kernel at the end,
@@ -910,27 +1005,16 @@ class StageWriter {
       grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
       if (++seen[param] == job_.micro_batches) {
         if (sp() && stage_params[param].dims.size() == 1) {
-          // Sequence parallelism: each device's norm-weight gradient covers its tokens only; the
-          // tensor-parallel group sums them (Megatron's all-reduce of the layer-norm gradients).
-          grads[param] = body.all_reduce(*grads[param], groups_.tp, next_handle());
+          norms.push_back(param);  // summed over the tensor-parallel group first, at the end
+        } else {
+          to_bucket(param);
         }
-        if (sharded_optimizer()) {
-          // ZeRO-1: each replica receives the sum of its shard only.
-          const Dims& dims = stage_params[param].dims;
-          const Value flat = body.reshape(*grads[param], {elements(dims)});
-          grads[param] = body.reduce_scatter(body.pad_to(flat, shard_elements(dims) * job_.dp), groups_.dp,
-                                             next_handle());
-        } else if (job_.dp > 1) {
-          grads[param] = body.all_reduce(*grads[param], groups_.dp, next_handle());
-        }
-        reduce_order.push_back(param);
       }
     };
-
     std::optional<Value> loss;
     std::optional<Value> prior;  // the end of the previous unit of the schedule
     std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
-    std::vector<std::optional<Value>> head_grads(micro);        // dy of the last stage, per microbatch
+    std::vector<std::vector<Value>> head_stash(micro);          // the last stage's head, per microbatch
     const std::size_t head_base = layer_base + layers_ * kLayerParams;
     std::vector<Type> forward_results{local()};
     for (const Type& t : saved_types()) {
@@ -963,14 +1047,15 @@ class StageWriter {
         x = results[0];
       }
       if (last_) {
-        const auto head =
-            body.call("head", {x, weights[head_base], weights[head_base + 1], micro_ids(labels, m)},
-                      {Type{{}, "f32"}, local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+        std::vector<Type> types{Type{{}, "f32"}};
+        for (const Type& t : head_saved_types()) {
+          types.push_back(t);
+        }
+        const auto head = body.call(
+            "head_forward", {x, weights[head_base], weights[head_base + 1], micro_ids(labels, m)}, types);
         loss = loss ? body.add(*loss, head[0]) : head[0];
-        head_grads[m] = head[1];
-        accumulate(head_base, head[2]);
-        accumulate(head_base + 1, head[3]);
-        prior = head[1];
+        head_stash[m] = {head[1], head[2], head[3], x};
+        prior = head[0];
       } else {
         send(body, x, p2p_handle(stage_, false, m));
         prior = x;
@@ -978,8 +1063,20 @@ class StageWriter {
     };
 
     auto backward = [&](std::uint32_t m) {
-      Value dy = last_ ? after(body, *head_grads[m], prior)
-                       : after(body, recv(body, local(), p2p_handle(stage_, true, m)), prior);
+      Value dy;
+      if (last_) {
+        std::vector<Value> args = head_stash[m];
+        args[0] = after(body, args[0], prior);
+        args.insert(args.end(), {weights[head_base], weights[head_base + 1], micro_ids(labels, m)});
+        const auto head =
+            body.call("head_backward", args, {local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+        head_stash[m].clear();
+        dy = head[0];
+        accumulate(head_base, head[1]);
+        accumulate(head_base + 1, head[2]);
+      } else {
+        dy = after(body, recv(body, local(), p2p_handle(stage_, true, m)), prior);
+      }
       for (std::uint32_t i = layers_; i-- > 0;) {
         const auto w = layer_weights_of(i);
         std::vector<Value> saved = stash[m][i];
@@ -1024,28 +1121,67 @@ class StageWriter {
       backward(next_backward++);
     }
 
-    // AdamW on every parameter shard (f32), in the order their gradients were reduced.
+    // Sequence parallelism: each device's norm-weight gradients cover its tokens only; one
+    // all-reduce over the tensor-parallel group sums them all (Megatron's all-reduce of the
+    // layer-norm gradients), then they are reduced over the data-parallel group like the rest.
+    if (!norms.empty()) {
+      std::vector<Value> flats;
+      for (const std::size_t p : norms) {
+        flats.push_back(flatten(p));
+      }
+      const Value sum = body.all_reduce(flats.size() == 1 ? flats.front() : body.concat(flats, 0), groups_.tp,
+                                        next_handle());
+      std::uint64_t offset = 0;
+      for (const std::size_t p : norms) {
+        grads[p] = body.slice(sum, 0, offset, offset + elements(stage_params[p].dims));
+        offset += elements(stage_params[p].dims);
+        to_bucket(p);
+      }
+    }
+    reduce_open();
+    if (loss && job_.dp > 1) {
+      // The loss averaged over the data-parallel replicas (for the log, as Megatron does).
+      loss = body.all_reduce(*loss, groups_.dp, next_handle());
+    }
+
+    // AdamW on every parameter (shard) in f32, bucket by bucket in the order they were reduced;
+    // under ZeRO-1 each bucket's updated shards are then all-gathered back into whole weights.
     std::vector<Value> new_weights(stage_params.size()), new_masters(stage_params.size()),
         new_firsts(stage_params.size()), new_seconds(stage_params.size());
-    for (const std::size_t p : reduce_order) {
-      const Value g = body.convert(*grads[p], "f32");
-      const Value m1 = body.add(body.mul(firsts[p], body.like(g, "9.000000e-01")),
-                                body.mul(g, body.like(g, "1.000000e-01")));
-      const Value v1 = body.add(body.mul(seconds[p], body.like(g, "9.500000e-01")),
-                                body.mul(body.mul(g, g), body.like(g, "5.000000e-02")));
-      const Value step = body.div(m1, body.add(body.unary("sqrt", v1), body.like(g, "1.000000e-08")));
-      const Value decayed = body.add(step, body.mul(masters[p], body.like(g, "1.000000e-01")));
-      const Value master = body.sub(masters[p], body.mul(decayed, body.like(g, "3.000000e-04")));
-      new_weights[p] = body.convert(master, "bf16");
-      if (sharded_optimizer()) {
-        // ZeRO-1: the updated shards are gathered back into the whole (tp-shard) weight.
-        const Dims& dims = stage_params[p].dims;
-        const Value whole = body.all_gather(new_weights[p], groups_.dp, next_handle());
-        new_weights[p] = body.reshape(body.slice(whole, 0, 0, elements(dims)), dims);
+    for (const std::vector<std::size_t>& members : buckets) {
+      for (const std::size_t p : members) {
+        const Value g = body.convert(*grads[p], "f32");
+        const Value m1 = body.add(body.mul(firsts[p], body.like(g, "9.000000e-01")),
+                                  body.mul(g, body.like(g, "1.000000e-01")));
+        const Value v1 = body.add(body.mul(seconds[p], body.like(g, "9.500000e-01")),
+                                  body.mul(body.mul(g, g), body.like(g, "5.000000e-02")));
+        const Value step = body.div(m1, body.add(body.unary("sqrt", v1), body.like(g, "1.000000e-08")));
+        const Value decayed = body.add(step, body.mul(masters[p], body.like(g, "1.000000e-01")));
+        const Value master = body.sub(masters[p], body.mul(decayed, body.like(g, "3.000000e-04")));
+        new_weights[p] = body.convert(master, "bf16");
+        new_masters[p] = master;
+        new_firsts[p] = m1;
+        new_seconds[p] = v1;
       }
-      new_masters[p] = master;
-      new_firsts[p] = m1;
-      new_seconds[p] = v1;
+      if (sharded_optimizer()) {
+        std::vector<Value> shards;
+        std::uint64_t row = 0;
+        for (const std::size_t p : members) {
+          shards.push_back(new_weights[p]);
+          row += shard_elements(stage_params[p].dims);
+        }
+        const Value gathered = body.all_gather(shards.size() == 1 ? shards.front() : body.concat(shards, 0),
+                                               groups_.dp, next_handle());
+        const Value rows = body.reshape(gathered, {job_.dp, row});  // row r: replica r's shards
+        std::uint64_t offset = 0;
+        for (const std::size_t p : members) {
+          const Dims& dims = stage_params[p].dims;
+          const std::uint64_t shard = shard_elements(dims);
+          const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {job_.dp * shard});
+          new_weights[p] = body.reshape(body.slice(block, 0, 0, elements(dims)), dims);
+          offset += shard;
+        }
+      }
     }
     std::vector<Value> results;
     if (loss) {
@@ -1194,6 +1330,11 @@ void validate(const LlmJob& job) {
   }
   if (job.pp > m.layers) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));
+  }
+  if (2ULL * job.pp * job.micro_batches >= 1'000'000'000ULL) {
+    fail(
+        "--pp x --micro-batches: too many point-to-point channels (2 x pp x micro-batches must stay below "
+        "1e9)");
   }
   const std::uint64_t devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
   if (devices > (1U << 26)) {

@@ -65,6 +65,9 @@ struct LlmJob {
   // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
   // becomes a reduce-scatter out of a region and an all-gather into the next.
   bool sequence_parallel = false;
+  // Gradient elements per data-parallel bucket (Megatron's --ddp-bucket-size); 0: Megatron's
+  // default, max(40M, 1M x dp).
+  std::uint64_t bucket_elements = 0;
 };
 
 // The model of a preset (or, with an empty name, none) with every nonzero dimension given
@@ -78,8 +81,9 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 
 // Throws OrreryError (kConfig) naming the offending value when the job cannot be laid out: a
 // zero dimension, heads or kv heads or the FFN width not divisible by tp, more stages than
-// layers, a head count not divisible by the kv head count, or a tensor that would not fit the
-// 32-bit dimensions of the writer.
+// layers, a head count not divisible by the kv head count, a sequence-parallel microbatch whose
+// tokens tp does not divide, more than 2^26 devices, attention scores or logits of a microbatch
+// above 2^56 bytes, or too many point-to-point channels.
 void validate(const LlmJob& job);
 
 // Layers of each stage: as even as possible, the first stages taking one more when they do not
