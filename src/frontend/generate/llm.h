@@ -11,8 +11,9 @@
 // LM head, each followed by the all-reduce Megatron places there), runs its microbatches in the
 // pipeline schedule's order (1F1B or GPipe; the order is held by optimization barriers), sends
 // activations forward and gradients back on one channel per microbatch and direction,
-// accumulates gradients, all-reduces them over its data-parallel group and applies AdamW to its
-// shard (f32 master weights and moments).
+// accumulates gradients, reduces them over its data-parallel group in buckets and applies AdamW
+// (f32 master weights and moments). Options add sequence parallelism, the distributed optimizer
+// (ZeRO-1), full recomputation and naive (unfused) attention.
 #pragma once
 
 #include <cstdint>
