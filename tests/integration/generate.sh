@@ -5,7 +5,8 @@
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
 # state and reduce-scatters and all-gathers instead of all-reducing; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
-# stashes less; 1F1B stashes fewer activations than GPipe and full
+# stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
+# microseconds aside); 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost; generating twice gives the same files; and each
 # bad request ends with a message and exit 2. Checks: tests/integration/generate_checks.py.
 set -uo pipefail
@@ -86,6 +87,20 @@ sweep=(sweep "$work/flash/scenario.yaml" "${llm[@]}" --vary workload.llm.micro_b
 "$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep1.csv" > /dev/null 2>&1 || fail "sweep workload.llm"
 timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep2.csv" > /dev/null 2>&1 ||
   fail "sweep workload.llm -np 2"
+
+# Written as Chakra traces (a graph per stage, sends and recvs between them) and run back.
+mkdir -p "$work/chakra"
+"$orrery" --log-level warn convert "$work/flash/scenario.yaml" --to chakra --out "$work/chakra/r" > "$work/convert.txt" 2>&1 ||
+  fail "convert the generated job to Chakra"
+"$orrery" --log-level warn run "$work/flash/scenario.yaml" --set 'workload.programs=[]' \
+  --set "workload.chakra.prefix=$work/chakra/r" --set "workload.chakra.comm_groups=$work/chakra/r.comm_groups.json" \
+  --summary-json "$work/chakra.summary.json" > "$work/chakra.txt" 2>&1 || { fail "run the Chakra traces"; head -5 "$work/chakra.txt"; }
+"$orrery" --log-level warn convert "$work/preset/scenario.yaml" --to chakra --out "$work/chakra/p" > /dev/null 2>&1 ||
+  fail "convert the Llama 3 8B job to Chakra"
+"$orrery" --log-level warn run "$work/preset/scenario.yaml" --set 'workload.programs=[]' \
+  --set "workload.chakra.prefix=$work/chakra/p" --set "workload.chakra.comm_groups=$work/chakra/p.comm_groups.json" \
+  --summary-json "$work/chakra_preset.summary.json" > "$work/chakra_preset.txt" 2>&1 ||
+  { fail "run the Llama 3 8B job's Chakra traces"; head -5 "$work/chakra_preset.txt"; }
 
 "$python" "$root/tests/integration/generate_checks.py" "$work" || fail "generate: closed forms and runs"
 

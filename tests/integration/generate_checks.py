@@ -145,6 +145,22 @@ for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zer
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])
+# Chakra durations are whole microseconds: this job's kernels are a few microseconds each, so the
+# compute written moves by the percentage convert reports; the step may move by that much.
+import re
+with open(f"{w}/convert.txt") as f:
+    rounding = abs(float(re.search(r"in whole microseconds \(([-+][0-9.]+)%\)", f.read()).group(1))) / 100
+chakra = load("chakra.summary")
+assert chakra["ranks"] == summary["ranks"], chakra["ranks"]
+change = chakra["step_time_s"] / summary["step_time_s"] - 1
+assert abs(change) <= rounding + 0.01, (chakra["step_time_s"], summary["step_time_s"], rounding)
+print(f"ok   as Chakra traces: step {chakra['step_time_s'] * 1e3:.3f} ms against {summary['step_time_s'] * 1e3:.3f} ms "
+      f"({change:+.1%}; the kernels' rounding to whole microseconds: {rounding:.1%})")
+# Llama 3 8B on 32 GPUs: millisecond kernels, so whole microseconds change the step by little.
+chakra8b, preset8b = load("chakra_preset.summary"), load("preset.summary")
+assert abs(chakra8b["step_time_s"] / preset8b["step_time_s"] - 1) < 0.005, (chakra8b["step_time_s"], preset8b["step_time_s"])
+print(f"ok   Llama 3 8B as Chakra traces: step {chakra8b['step_time_s'] * 1e3:.3f} ms against "
+      f"{preset8b['step_time_s'] * 1e3:.3f} ms")
 naive = load("naive.summary")
 assert naive["compute_s"] > summary["compute_s"], (naive["compute_s"], summary["compute_s"])
 print(f"ok   runs: flash {summary['step_time_s'] * 1e3:.3f} ms, naive {naive['step_time_s'] * 1e3:.3f} ms; "
