@@ -155,6 +155,23 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
   return parsed[entry.module].program;
 }
 
+// Costs a StableHLO program and adds it to the simulation's programs, counting the ops costed by
+// a fallback estimator.
+void add_program(std::shared_ptr<const workload::Program> program, std::string label,
+                 std::vector<std::uint32_t> ranks, std::uint32_t replicas, const config::Scenario& scenario,
+                 compute::ComputeModel& compute_model, system::SimulationInput& input, RunResult& result) {
+  compute::ProgramCosts costs =
+      compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));
+  for (const compute::OpCost& cost : costs.ops) {
+    if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
+      ++result.compute.fallbacks;
+    }
+  }
+  input.programs.push_back(system::ProgramInput{std::move(program), std::move(label), std::move(ranks),
+                                                std::make_shared<CostTableTimes>(std::move(costs)),
+                                                replicas});
+}
+
 // `workload.llm` as the generator's job. The generator's messages name command-line options
 // (`--kv-heads`); here they name the scenario's keys (`workload.llm.kv_heads`).
 frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
@@ -215,15 +232,8 @@ void load_llm(const config::Scenario& scenario, compute::ComputeModel& compute_m
     for (std::uint32_t i = 0; i < per_stage; ++i) {
       ranks[i] = stage * per_stage + i;
     }
-    compute::ProgramCosts costs =
-        compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));
-    for (const compute::OpCost& cost : costs.ops) {
-      if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
-        ++result.compute.fallbacks;
-      }
-    }
-    input.programs.push_back(system::ProgramInput{program, source->path, std::move(ranks),
-                                                  std::make_shared<CostTableTimes>(std::move(costs)), 0});
+    add_program(std::move(program), source->path, std::move(ranks), 0, scenario, compute_model, input,
+                result);
   }
 }
 
@@ -270,19 +280,12 @@ system::SimulationInput prepare_simulation(const config::Scenario& scenario, Run
     }
     const std::uint32_t devices = entry.replicas > 0 ? entry.replicas : program->num_devices();
     std::vector<std::uint32_t> ranks = system::parse_rank_set(entry.ranks, devices, where);
-    compute::ProgramCosts costs = compute::cost_program(*program, *compute_model, compute::CostOptions::from(scenario.compute));
-    for (const compute::OpCost& cost : costs.ops) {
-      if (cost.role == compute::CostRole::kCompute && cost.estimator.starts_with("fallback")) {
-        ++result.compute.fallbacks;
-      }
-    }
     std::string label = entry.file.path;
     if (entry.module > 0) {
       label += fmt::format(" (module {})", entry.module);
     }
-    input.programs.push_back(system::ProgramInput{program, std::move(label), std::move(ranks),
-                                                  std::make_shared<CostTableTimes>(std::move(costs)),
-                                                  entry.replicas});
+    add_program(std::move(program), std::move(label), std::move(ranks), entry.replicas, scenario,
+                *compute_model, input, result);
   }
   const compute::CacheStats cache = compute_model->cache_stats();
   result.compute.lookups = cache.lookups;
