@@ -8,7 +8,6 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
 #include "cli/commands.h"
@@ -22,7 +21,7 @@ namespace gen = frontend::generate;
 
 struct GenerateArguments {
   std::string model;
-  std::optional<std::uint32_t> layers, hidden, heads, head_dim, kv_heads, ffn, vocab;
+  gen::ModelOverrides dimensions;  // 0: the preset's
   gen::LlmJob job;
   std::string schedule = "1f1b";
   std::string recompute = "none";
@@ -46,10 +45,7 @@ void write_file(const std::filesystem::path& path, const std::string& text) {
 
 int generate_llm(GenerateArguments& a) {
   gen::LlmJob job = a.job;
-  const auto value = [](const std::optional<std::uint32_t>& v) { return v.value_or(0); };
-  job.model = gen::resolve_model(
-      a.model, gen::ModelOverrides{value(a.layers), value(a.hidden), value(a.heads), value(a.head_dim),
-                                   value(a.kv_heads), value(a.ffn), value(a.vocab)});
+  job.model = gen::resolve_model(a.model, a.dimensions);
   job.schedule = a.schedule == "gpipe" ? gen::PipelineSchedule::kGPipe : gen::PipelineSchedule::kOneFOneB;
   job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
   job.grads_in_bf16 = a.grad_dtype == "bf16";
@@ -123,13 +119,14 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   auto* llm = command->add_subcommand(
       "llm", "A Llama-style decoder trained with AdamW under tensor, pipeline and data parallelism.");
   llm->add_option("--model", a->model, "Preset: llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b");
-  llm->add_option("--layers", a->layers, "Decoder layers");
-  llm->add_option("--hidden", a->hidden, "Model width");
-  llm->add_option("--heads", a->heads, "Attention heads");
-  llm->add_option("--head-dim", a->head_dim, "Head dimension (default: --hidden / --heads)");
-  llm->add_option("--kv-heads", a->kv_heads, "Key/value heads (grouped-query attention; default: --heads)");
-  llm->add_option("--ffn", a->ffn, "SwiGLU inner width");
-  llm->add_option("--vocab", a->vocab, "Vocabulary size");
+  llm->add_option("--layers", a->dimensions.layers, "Decoder layers");
+  llm->add_option("--hidden", a->dimensions.hidden, "Model width");
+  llm->add_option("--heads", a->dimensions.heads, "Attention heads");
+  llm->add_option("--head-dim", a->dimensions.head_dim, "Head dimension (default: --hidden / --heads)");
+  llm->add_option("--kv-heads", a->dimensions.kv_heads,
+                  "Key/value heads (grouped-query attention; default: --heads)");
+  llm->add_option("--ffn", a->dimensions.ffn, "SwiGLU inner width");
+  llm->add_option("--vocab", a->dimensions.vocab, "Vocabulary size");
   llm->add_option("--dp", a->job.dp, "Data-parallel replicas")->capture_default_str();
   llm->add_option("--tp", a->job.tp, "Tensor-parallel degree")->capture_default_str();
   llm->add_option("--pp", a->job.pp, "Pipeline stages")->capture_default_str();
