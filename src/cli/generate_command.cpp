@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -13,6 +12,7 @@
 #include "cli/commands.h"
 #include "frontend/generate/llm.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace orrery::cli {
 namespace {
@@ -34,12 +34,10 @@ struct GenerateArguments {
   bool sequence_parallel = false;
 };
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (!file) {
-    throw OrreryError(ErrorCode::kIo, fmt::format("{}: cannot write the file", path.string()));
+void write_or_throw(const std::filesystem::path& path, const std::string& text) {
+  auto written = write_file(path.string(), text);
+  if (!written) {
+    throw OrreryError(written.error());
   }
 }
 
@@ -64,11 +62,11 @@ int generate_llm(GenerateArguments& a) {
   nlohmann::json files = nlohmann::json::array();
   for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
     const std::filesystem::path path = out / fmt::format("{}{}.mlir", a.scenario.program_prefix, stage);
-    write_file(path, gen::stage_program(job, stage));
+    write_or_throw(path, gen::stage_program(job, stage));
     files.push_back(path.string());
   }
   const std::filesystem::path scenario = out / "scenario.yaml";
-  write_file(scenario, gen::scenario_yaml(job, a.scenario));
+  write_or_throw(scenario, gen::scenario_yaml(job, a.scenario));
 
   const gen::LlmFacts facts = gen::facts(job);
   if (a.json) {

@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "et_def.pb.h"
+#include "util/file.h"
 
 namespace orrery::frontend::chakra {
 namespace {
@@ -33,17 +31,6 @@ pb::AttributeProto& attribute(pb::Node& node, const char* name) {
   pb::AttributeProto& a = *node.add_attr();
   a.set_name(name);
   return a;
-}
-
-Result<bool> write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    return Error{
-        ErrorCode::kIo, fmt::format("{}: cannot write ({})", path, std::strerror(errno)), std::nullopt, {}};
-  }
-  return true;
 }
 
 Error invalid(std::string message) {
