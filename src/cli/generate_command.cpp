@@ -73,6 +73,7 @@ int generate_llm(GenerateArguments& a) {
     nlohmann::json j;
     j["model"] = job.model.name;
     j["parameters"] = facts.parameters;
+    j["active_parameters"] = facts.active_parameters;
     j["devices"] = facts.devices;
     j["global_batch"] = facts.global_batch;
     j["tokens_per_step"] = facts.tokens_per_step;
@@ -91,6 +92,14 @@ int generate_llm(GenerateArguments& a) {
           job.model.name, job.model.layers, job.model.hidden, job.model.heads, job.model.head_dimension(),
           job.model.kv_heads, job.model.ffn, job.model.vocab, static_cast<double>(facts.parameters) / 1e9)
           .c_str());
+  if (job.model.moe()) {
+    std::printf(
+        "%s",
+        fmt::format("  {} experts, {} per token ({:.4g} B active parameters), ep {}, capacity factor {}\n",
+                    job.model.experts, job.model.top_k, static_cast<double>(facts.active_parameters) / 1e9,
+                    job.ep, job.capacity_factor)
+            .c_str());
+  }
   std::printf(
       "%s", fmt::format("{} devices (tp {} x dp {} x pp {}), global batch {} x {} tokens, {:.4g} model FLOPs "
                         "per step\n",
@@ -114,9 +123,12 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   auto* command =
       app.add_subcommand("generate", "Synthesise training programs and a scenario that runs them.");
   command->require_subcommand(1, 1);
-  auto* llm = command->add_subcommand(
-      "llm", "A Llama-style decoder trained with AdamW under tensor, pipeline and data parallelism.");
-  llm->add_option("--model", a->model, "Preset: llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b");
+  auto* llm = command->add_subcommand("llm",
+                                      "A Llama-style decoder (dense or mixture of experts) trained with "
+                                      "AdamW under tensor, pipeline, data and expert parallelism.");
+  llm->add_option(
+      "--model", a->model,
+      "Preset: llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, mixtral-8x22b");
   llm->add_option("--layers", a->dimensions.layers, "Decoder layers");
   llm->add_option("--hidden", a->dimensions.hidden, "Model width");
   llm->add_option("--heads", a->dimensions.heads, "Attention heads");
@@ -125,6 +137,16 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
                   "Key/value heads (grouped-query attention; default: --heads)");
   llm->add_option("--ffn", a->dimensions.ffn, "SwiGLU inner width");
   llm->add_option("--vocab", a->dimensions.vocab, "Vocabulary size");
+  llm->add_option(
+      "--experts", a->dimensions.experts,
+      "Mixture of experts: SwiGLU experts per layer (of width --ffn; default: the preset's, 0 dense)");
+  llm->add_option("--top-k", a->dimensions.top_k, "Experts per token (default: the preset's, or 2)");
+  llm->add_option("--ep", a->job.ep,
+                  "Expert-parallel degree: experts spread over groups of this many data-parallel replicas")
+      ->capture_default_str();
+  llm->add_option("--capacity-factor", a->job.capacity_factor,
+                  "Expert slots per device as a multiple of the balanced share")
+      ->capture_default_str();
   llm->add_option("--dp", a->job.dp, "Data-parallel replicas")->capture_default_str();
   llm->add_option("--tp", a->job.tp, "Tensor-parallel degree")->capture_default_str();
   llm->add_option("--pp", a->job.pp, "Pipeline stages")->capture_default_str();

@@ -178,8 +178,11 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
   namespace gen = frontend::generate;
   try {
     gen::LlmJob job;
-    job.model = gen::resolve_model(
-        c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads, c.ffn, c.vocab});
+    job.model =
+        gen::resolve_model(c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads,
+                                                        c.ffn, c.vocab, c.experts, c.top_k});
+    job.ep = c.ep;
+    job.capacity_factor = c.capacity_factor;
     job.tp = c.tp;
     job.pp = c.pp;
     job.dp = c.dp;

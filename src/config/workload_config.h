@@ -115,6 +115,10 @@ struct LlmWorkloadConfig {
   std::uint32_t kv_heads = 0;
   std::uint32_t ffn = 0;
   std::uint32_t vocab = 0;
+  std::uint32_t experts = 0;
+  std::uint32_t top_k = 0;
+  std::uint32_t ep = 1;
+  double capacity_factor = 1.0;
   std::uint32_t tp = 1;
   std::uint32_t pp = 1;
   std::uint32_t dp = 1;
@@ -134,8 +138,8 @@ struct LlmWorkloadConfig {
   template <class V>
   void fields(V& v) {
     v("model", model,
-      "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b); empty with `layers` 0: no "
-      "generated job.");
+      "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, mixtral-8x22b); "
+      "empty with `layers` 0: no generated job.");
     v("layers", layers, "Decoder layers; 0: the preset's.");
     v("hidden", hidden, "Model width; 0: the preset's.");
     v("heads", heads, "Attention heads; 0: the preset's.");
@@ -143,6 +147,11 @@ struct LlmWorkloadConfig {
     v("kv_heads", kv_heads, "Key/value heads (grouped-query attention); 0: the preset's (or heads).");
     v("ffn", ffn, "SwiGLU inner width; 0: the preset's.");
     v("vocab", vocab, "Vocabulary size; 0: the preset's.");
+    v("experts", experts, "Mixture of experts: SwiGLU experts per layer; 0: the preset's (dense for Llama).");
+    v("top_k", top_k, "Experts per token; 0: the preset's (or 2).");
+    v("ep", ep, "Expert-parallel degree (groups of this many data-parallel replicas).", at_least(1));
+    v("capacity_factor", capacity_factor, "Expert slots per device as a multiple of the balanced share.",
+      positive());
     v("tp", tp, "Tensor-parallel degree.", at_least(1));
     v("pp", pp, "Pipeline stages.", at_least(1));
     v("dp", dp, "Data-parallel replicas.", at_least(1));

@@ -49,6 +49,54 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
   EXPECT_EQ(programs, 128 * 1 + 128 * 3);
 }
 
+TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
+  // 8 experts over every expert-parallel degree that divides dp 4, with and without tensor
+  // (sequence) parallelism, pipelining, ZeRO-1, recomputation, top-1 and capacity factors that do
+  // and do not divide the tokens evenly.
+  int programs = 0;
+  for (int bits = 0; bits < 96; ++bits) {
+    LlmJob job = tiny();
+    job.model.experts = 8;
+    job.model.top_k = (bits & 1) != 0 ? 1 : 2;
+    job.dp = 4;
+    job.ep = 1U << ((bits >> 1) % 3);  // 1, 2, 4
+    job.tp = (bits & 8) != 0 ? 2 : 1;
+    job.sequence_parallel = job.tp > 1;
+    job.pp = (bits & 16) != 0 ? 2 : 1;
+    job.zero = (bits & 32) != 0;
+    job.recompute = (bits & 64) != 0 ? Recompute::kFull : Recompute::kNone;
+    job.capacity_factor = (bits % 5 == 0) ? 0.7 : ((bits % 5 == 1) ? 1.3 : 1.0);
+    job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
+    for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+      const auto modules = stablehlo::testing::parse(stage_program(job, stage));
+      ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
+      EXPECT_EQ(modules[0].program->num_partitions(), static_cast<std::int64_t>(job.tp * job.dp)) << bits;
+      ++programs;
+    }
+  }
+  EXPECT_EQ(programs, 96 + 48);
+}
+
+TEST(GenerateLlm, ExpertsShardOverTheExpertParallelGroup) {
+  LlmJob job = tiny();  // 5 layers, width 64, 4 heads of 16, 2 kv heads, FFN 96, vocabulary 50
+  job.model.experts = 8;
+  job.model.top_k = 2;
+  job.dp = 4;
+  job.ep = 4;
+  const std::uint64_t attention = 64 * (4 + 2 * 2) * 16 + 4 * 16 * 64;
+  const std::uint64_t expert = 3 * 64 * 96;
+  const LlmFacts f = facts(job);
+  EXPECT_EQ(f.parameters, 5 * (attention + 8 * expert + 64 * 8 + 2 * 64) + 2 * 50 * 64 + 64);
+  EXPECT_EQ(f.active_parameters, 5 * (attention + 2 * expert + 64 * 8 + 2 * 64) + 2 * 50 * 64 + 64);
+  // Per device: every attention weight, the router, 8 / 4 experts.
+  EXPECT_EQ(f.stage_parameters[0], 5 * (attention + 2 * expert + 64 * 8 + 2 * 64) + 50 * 64 + 64 + 64 * 50);
+  // Model FLOPs count the experts a token uses, not all of them.
+  const double tokens = 4.0 * 3 * 16;
+  const double matmul = 5.0 * (attention + 2 * expert + 64 * 8) + 50 * 64;
+  const double expected = (6 * matmul + 12.0 * 5 * 16 * 4 * 16) * tokens;
+  EXPECT_NEAR(f.model_flops, expected, 1e-9 * expected);
+}
+
 TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   LlmJob job;
   job.model = llm_preset("llama3-8b");
@@ -59,6 +107,13 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   EXPECT_EQ(facts(job).parameters, 405'853'388'800U);
   job.model = llm_preset("llama2-7b");
   EXPECT_EQ(facts(job).parameters, 6'738'415'616U);
+  // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Jiang et al. 2024); 8x22B: 141 B, 39 B.
+  job.model = llm_preset("mixtral-8x7b");
+  EXPECT_EQ(facts(job).parameters, 46'702'792'704U);
+  EXPECT_EQ(facts(job).active_parameters, 12'879'925'248U);
+  job.model = llm_preset("mixtral-8x22b");
+  EXPECT_NEAR(static_cast<double>(facts(job).parameters), 140.6e9, 0.05e9);
+  EXPECT_NEAR(static_cast<double>(facts(job).active_parameters), 39.2e9, 0.05e9);
 }
 
 TEST(GenerateLlm, ModelFlopsFollowTheMfuConvention) {
@@ -134,6 +189,30 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.pp = 5;
   refused(job, "devices; at most 2^26");
   EXPECT_THROW((void)llm_preset("gpt-5"), OrreryError);
+  job = tiny();
+  job.ep = 2;
+  refused(job, "--ep 2: expert parallelism needs a mixture-of-experts model (--experts)");
+  job = tiny();
+  job.model.top_k = 2;
+  refused(job, "--top-k 2 needs --experts");
+  job = tiny();
+  job.model.experts = 8;
+  job.model.top_k = 9;
+  refused(job, "--top-k 9 must be between 1 and --experts 8");
+  job.model.top_k = 2;
+  job.dp = 6;
+  job.ep = 3;
+  refused(job, "--experts 8 is not a multiple of --ep 3");
+  job.ep = 4;
+  refused(job, "--dp 6 is not a multiple of --ep 4");
+  job.dp = 4;
+  job.tp = 2;
+  refused(job, "--experts with --tp 2 needs --sequence-parallel");
+  job.sequence_parallel = true;
+  job.capacity_factor = 0;
+  refused(job, "--capacity-factor 0 must be positive");
+  job.capacity_factor = 1;
+  EXPECT_NO_THROW(validate(job));
 }
 
 }  // namespace

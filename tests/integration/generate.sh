@@ -7,8 +7,11 @@
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
-# recomputation fewer still, at a compute cost; generating twice gives the same files; and each
-# bad request ends with a message and exit 2. Checks: tests/integration/generate_checks.py.
+# recomputation fewer still, at a compute cost; a mixture-of-experts job routes its tokens to
+# experts spread over expert-parallel groups by all-to-all (expert GEMM FLOPs, all-to-alls and
+# their bytes, the experts' own reduction groups and ZeRO-1 shards as the closed forms, -np 1 =
+# -np 2); generating twice gives the same files; and each bad request ends with a message and
+# exit 2. Checks: tests/integration/generate_checks.py.
 set -uo pipefail
 orrery=$1
 mpirun=$2
@@ -34,6 +37,11 @@ gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-paral
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
 gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
 gen zerobuckets "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 300000
+# Mixture of experts: 8 experts, 2 per token, over expert-parallel groups of 2 replicas.
+moe=("${small[@]}" --experts 8 --top-k 2 --dp 4 --ep 2 --pp 2 --micro-batches 4 --bucket-elements 1)
+gen moe "${moe[@]}" --tp 2 --sequence-parallel
+gen moezero "${moe[@]}" --distributed-optimizer
+gen moecap "${moe[@]}" --tp 2 --sequence-parallel --capacity-factor 1.5
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -48,7 +56,7 @@ gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive zero seqpar buckets onebucket zerobuckets; do
+for name in flash naive zero seqpar buckets onebucket zerobuckets moe moezero moecap; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -75,6 +83,9 @@ run zerobuckets zerobuckets_np2 2
 for name in onef onef16 gpipe recompute pipe_tp pipe_sp; do run "$name" "$name"; done
 run preset preset
 run preset preset_np2 2
+run moe moe
+run moe moe_np2 2
+run moezero moezero
 
 # The same job generated when the scenario loads (workload.llm) runs exactly as the files do, and
 # a sweep over its layout gives the same CSV under -np 1 and -np 2.
@@ -87,6 +98,12 @@ sweep=(sweep "$work/flash/scenario.yaml" "${llm[@]}" --vary workload.llm.micro_b
 "$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep1.csv" > /dev/null 2>&1 || fail "sweep workload.llm"
 timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn "${sweep[@]}" --out "$work/sweep2.csv" > /dev/null 2>&1 ||
   fail "sweep workload.llm -np 2"
+
+"$orrery" --log-level warn run "$work/moe/scenario.yaml" --set 'workload.programs=[]' \
+  --set 'workload.llm={layers: 4, hidden: 256, heads: 8, kv_heads: 2, ffn: 512, vocab: 1000, seq: 128, experts: 8,
+         top_k: 2, dp: 4, ep: 2, pp: 2, tp: 2, sequence_parallel: true, micro_batches: 4, bucket_elements: 1}' \
+  --summary-json "$work/moe_inline.summary.json" > "$work/moe_inline.txt" 2>&1 ||
+  { fail "run workload.llm with experts"; head -5 "$work/moe_inline.txt"; }
 
 # Written as Chakra traces (a graph per stage, sends and recvs between them) and run back.
 mkdir -p "$work/chakra"
@@ -121,6 +138,15 @@ expect "sequence parallelism over a token count tp does not divide" 2 \
   "$orrery" generate llm --model llama3-8b --seq 1025 --tp 2 --sequence-parallel --out "$work/bad"
 expect "odd head dimension" 2 "the head dimension 5 must be even for the rotary embedding" -- \
   "$orrery" generate llm --model llama3-8b --head-dim 5 --out "$work/bad"
+expect "experts over an ep that does not divide dp" 2 "--dp 6 is not a multiple of --ep 4" -- \
+  "$orrery" generate llm --model mixtral-8x7b --dp 6 --ep 4 --out "$work/bad"
+expect "experts with tp but no sequence parallelism" 2 "--experts with --tp 2 needs --sequence-parallel" -- \
+  "$orrery" generate llm --model mixtral-8x7b --tp 2 --out "$work/bad"
+expect "expert parallelism on a dense model" 2 "--ep 2: expert parallelism needs a mixture-of-experts model" -- \
+  "$orrery" generate llm --model llama3-8b --dp 2 --ep 2 --out "$work/bad"
+expect "workload.llm capacity factor" 2 "workload.llm.capacity_factor" -- \
+  "$orrery" run "$work/flash/scenario.yaml" --set 'workload.programs=[]' --set workload.llm.model=mixtral-8x7b \
+  --set workload.llm.capacity_factor=0
 expect "unknown schedule" 2 "--schedule" -- \
   "$orrery" generate llm --model llama3-8b --schedule interleaved --out "$work/bad"
 expect "workload.llm beside programs" 2 "workload.llm: give one of \`programs\`, \`chakra\` and \`llm\`" -- \

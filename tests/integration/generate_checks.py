@@ -139,9 +139,67 @@ assert [m["arguments_bytes"] for m in zb["memory"]] == [m["arguments_bytes"] for
 print(f"ok   gradient buckets: {bucket_count(0, 300000)} and {bucket_count(1, 300000)} buckets of 300,000 "
       "elements, one of 40M, per stage; ZeRO-1 buckets reduce-scatter and all-gather once each")
 
+# Mixture of experts: 8 experts of FFN 512, 2 per token, dp 4 in expert-parallel groups of 2 (4
+# experts per device). With tp 2 and sequence parallelism each device routes its 64 of the 128
+# tokens: c = ceil(capacity x 64 x 2 / 8) slots per expert, E x c rows dispatched per device. Per
+# layer and microbatch: the router (6 r H E GEMM FLOPs forward and backward), the experts (6 E c
+# x 3 H F: the slots, whatever the expert-parallel degree) and the attention as in the dense job;
+# four all-to-alls (dispatch and combine, each way) of E c H bf16 bytes.
+E, top, ep, mdp = 8, 2, 2, 4
+el = E // ep
+for name, capacity in (("moe", 1.0), ("moecap", 1.5)):
+    r = B * S // tp
+    c = -(-int(capacity * r * top) // E)
+    for s in range(pp):
+        j = load(f"{name}.inspect{s}")
+        last = s == pp - 1
+        attention_matmul = H * (a + 2 * k) * D + a * D * H
+        expected = (6 * (per_stage[s] * attention_matmul + (H * v if last else 0)) * tokens
+                    + per_stage[s] * M * (14 * 0.5 * B * a * S * S * D + 6 * r * H * E + 6 * E * c * 3 * H * F))
+        got = j["classes"]["gemm"]["flops"]
+        assert abs(got - expected) <= 1e-9 * expected, (name, s, got, expected)
+        comm = j["communication_ops"]
+        assert comm.get("stablehlo.all_to_all") == 4 * per_stage[s] * M, (name, s, comm)
+        # The attention's sequence-parallel gathers and scatters only (the experts take the device's
+        # own tokens): 3 gathers and 2 scatters per layer and microbatch, the embedding's and the
+        # head's as in the dense job.
+        assert comm.get("stablehlo.all_gather") == 3 * per_stage[s] * M + (2 * M if last else M), (name, s, comm)
+        assert comm.get("stablehlo.reduce_scatter") == 2 * per_stage[s] * M + M, (name, s, comm)
+        # Every tensor its own data-parallel (or, for the experts, expert-data-parallel) reduction;
+        # one tensor-parallel all-reduce of the norm and router gradients; the head's.
+        tensors_moe = per_stage[s] * 7 + (1 if s == 0 else 0) + (2 if last else 0)
+        assert comm["stablehlo.all_reduce"] == tensors_moe + 1 + (3 * M + 1 if last else 0), (name, s, comm)
+    if name == "moe":
+        summary_moe = load("moe.summary")
+        a2a = [line for line in open(f"{w}/moe.txt") if "all_to_all of" in line]
+        assert a2a and all(f"all_to_all of {E * c * H * 2 // 1024}.0 KiB over {ep} ranks" in line for line in a2a), a2a
+        for s, memory in enumerate(summary_moe["memory"]):
+            last = s == pp - 1
+            layer = 2 * H + H * (a + 2 * k) * D + a * D * H + H * E + el * 3 * H * F
+            stage_params = per_stage[s] * layer + (v * H if s == 0 else 0) + (H + H * v if last else 0)
+            assert memory["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, (s, memory)
+print("ok   mixture of experts: router and expert GEMM FLOPs for capacity factors 1 and 1.5, four all-to-alls "
+      "of E x c x H bf16 per layer and microbatch, reductions and arguments as the closed forms")
+
+# ZeRO-1 with experts (tp 1, dp 4, ep 2): dense tensors' optimizer state sharded over the 4 replicas,
+# the experts' over the 2 devices holding the same experts.
+zm = load("moezero.summary")
+for s in range(pp):
+    last = s == pp - 1
+    dense = ([V * H] if s == 0 else []) + per_stage[s] * [H, H * (A + 2 * K) * D, A * D * H, H, H * E] + \
+        ([H, H * V] if last else [])
+    experts = per_stage[s] * [el * H * 2 * F, el * F * H]
+    expected = sum(2 * e + 12 * -(-e // mdp) for e in dense) + sum(2 * e + 12 * -(-e // (mdp // ep)) for e in experts)
+    assert zm["memory"][s]["arguments_bytes"] == expected + 4 * M * B * S, (s, zm["memory"][s], expected)
+    comm = load(f"moezero.inspect{s}")["communication_ops"]
+    n = len(dense) + len(experts)
+    assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm)
+print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the devices that hold them")
+
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
-                 ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2")):
+                 ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
+                 ("moe", "moe_np2"), ("moe", "moe_inline")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

@@ -11,6 +11,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "util/assert.h"
@@ -261,12 +262,89 @@ class Body {
                                 "use_global_device_ids}}> : ({}) -> {}",
                                 a.name, handle, groups_attribute(groups), spell(a.type), spell(type)));
   }
+  // all_to_all over `groups` along dimension 0: the value's |group| row blocks go to the members
+  // in group order, and the blocks received are concatenated in the same order.
+  Value all_to_all(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
+                   std::uint64_t handle) {
+    return op(a.type,
+              fmt::format("\"stablehlo.all_to_all\"({}) {{split_dimension = 0 : i64, concat_dimension = 0 "
+                          ": i64, split_count = {} : i64, replica_groups = {}, channel_handle = "
+                          "#stablehlo.channel_handle<handle = {}, type = 1>}} : ({}) -> {}",
+                          a.name, groups.front().size(), groups_attribute(groups), handle, spell(a.type),
+                          spell(a.type)));
+  }
+  // Rows `ids` ([m, 1] i32) of the 2-D `table`: [m, columns].
+  Value gather_rows(const Value& table, const Value& ids) {
+    const Type type{{ids.type.dims[0], table.type.dims[1]}, table.type.element};
+    return op(type,
+              fmt::format(
+                  "\"stablehlo.gather\"({}, {}) <{{dimension_numbers = #stablehlo.gather<offset_dims = "
+                  "[1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, "
+                  "slice_sizes = array<i64: 1, {}>}}> : ({}, {}) -> {}",
+                  table.name, ids.name, table.type.dims[1], spell(table.type), spell(ids.type), spell(type)));
+  }
+  // `into` with each row (or, for 1-D values, element) of `updates` added at its index in `ids`
+  // ([m, 1] i32).
+  Value scatter_add(const Value& into, const Value& ids, const Value& updates) {
+    const std::string a = fresh();
+    const std::string b = fresh();
+    const std::string r = fresh();
+    const std::string scalar = spell(Type{{}, into.type.element});
+    const bool rows = into.type.dims.size() == 2;
+    return op(
+        into.type,
+        fmt::format("\"stablehlo.scatter\"({}, {}, {}) <{{scatter_dimension_numbers = #stablehlo.scatter<"
+                    "update_window_dims = [{}], inserted_window_dims = [0], scatter_dims_to_operand_dims = "
+                    "[0], index_vector_dim = 1>}}> ({{\n"
+                    "    ^bb0({}: {}, {}: {}):\n"
+                    "      {} = stablehlo.add {}, {} : {}\n"
+                    "      stablehlo.return {} : {}\n"
+                    "    }}) : ({}, {}, {}) -> {}",
+                    into.name, ids.name, updates.name, rows ? "1" : "", a, scalar, b, scalar, r, a, b, scalar,
+                    r, scalar, spell(into.type), spell(ids.type), spell(updates.type), spell(into.type)));
+  }
+  // The 1-D values sorted together, ascending by the first (stable).
+  std::vector<Value> sort_by_first(const std::vector<Value>& values) {
+    std::vector<std::string> arguments;
+    std::vector<std::string> first;  // the first operand's block arguments: lhs, rhs
+    for (const Value& value : values) {
+      const std::string scalar = spell(Type{{}, value.type.element});
+      const std::string lhs = fresh();
+      const std::string rhs = fresh();
+      if (first.empty()) {
+        first = {lhs, rhs};
+      }
+      arguments.push_back(fmt::format("{}: {}, {}: {}", lhs, scalar, rhs, scalar));
+    }
+    const std::string less = fresh();
+    std::vector<Type> types;
+    for (const Value& value : values) {
+      types.push_back(value.type);
+    }
+    const std::string key = spell(Type{{}, values.front().type.element});
+    return ops(types, fmt::format("\"stablehlo.sort\"({}) <{{dimension = 0 : i64, is_stable = true}}> ({{\n"
+                                  "    ^bb0({}):\n"
+                                  "      {} = stablehlo.compare  LT, {}, {} : ({}, {}) -> tensor<i1>\n"
+                                  "      stablehlo.return {} : tensor<i1>\n"
+                                  "    }}) : ({}) -> ({})",
+                                  names(values), fmt::join(arguments, ", "), less, first[0], first[1], key,
+                                  key, less, spell_types(values), spell_types(values)));
+  }
+  // The k largest entries of each row of a 2-D value and their column indices (chlo.top_k, as
+  // jax.lax.top_k lowers).
+  std::vector<Value> top_k(const Value& a, std::uint64_t k) {
+    const Type values{{a.type.dims[0], k}, a.type.element};
+    const Type indices{{a.type.dims[0], k}, "i32"};
+    return ops({values, indices}, fmt::format("chlo.top_k({}, k = {}) : {} -> ({}, {})", a.name, k,
+                                              spell(a.type), spell(values), spell(indices)));
+  }
   // Pads a 1-D value with zeros at the end to `length`.
   Value pad_to(const Value& a, std::uint64_t length) {
     if (a.type.dims[0] == length) {
       return a;
     }
-    const Value zero = splat(Type{{}, a.type.element}, "0.000000e+00");
+    const bool integer = a.type.element == "i32";
+    const Value zero = splat(Type{{}, a.type.element}, integer ? "0" : "0.000000e+00");
     const Type type{{length}, a.type.element};
     return op(
         type,
@@ -324,6 +402,10 @@ struct Shape {
   std::uint64_t q;              // local QKV width (a + 2k) * d
   std::uint64_t f;              // local FFN width
   std::uint64_t v;              // local vocabulary
+  std::uint64_t r;  // tokens of the residual stream per device (n / tp under sequence parallelism)
+  // Mixture of experts: experts, local experts, experts per token, slots per expert and device
+  // (the capacity), tokens per local expert (ep x c) and the experts' width.
+  std::uint64_t e, el, top, c, t, fe;
 };
 
 Shape shape_of(const LlmJob& job) {
@@ -340,20 +422,49 @@ Shape shape_of(const LlmJob& job) {
   s.q = (s.a + 2 * s.k) * s.d;
   s.f = m.ffn / job.tp;
   s.v = (m.vocab + job.tp - 1) / job.tp;  // the vocabulary padded to a multiple of tp
+  s.r = job.sequence_parallel && job.tp > 1 ? s.n / job.tp : s.n;
+  if (m.moe()) {
+    s.e = m.experts;
+    s.el = m.experts / job.ep;
+    s.top = m.top_k;
+    // The balanced share times the capacity factor, rounded up (a product that is a whole number
+    // but for the factor's binary representation stays that number).
+    const double share = job.capacity_factor * static_cast<double>(s.r * s.top) / static_cast<double>(s.e);
+    s.c = static_cast<std::uint64_t>(std::ceil(share * (1.0 - 1e-12)));
+    s.c = std::max<std::uint64_t>(s.c, 1);
+    s.t = job.ep * s.c;
+    s.fe = m.ffn;  // experts are not tensor-parallel: each holds its whole FFN
+  }
   return s;
 }
 
-// A parameter tensor of a stage, per device.
+// A parameter tensor of a stage, per device, and who else holds it: kDense tensors are reduced
+// over the data-parallel group; kReplicated ones (norm weights, the router) are whole on every
+// tensor-parallel device, which under sequence parallelism sees only its tokens, so their
+// gradients are summed over the tensor-parallel group first; kExpert ones over the devices that
+// hold the same experts.
+enum class Holder : std::uint8_t { kDense, kReplicated, kExpert };
 struct Param {
   std::string name;
   Dims dims;
+  Holder holder = Holder::kDense;
 };
 
 std::vector<Param> layer_params(const Shape& s) {
-  return {{"attention_norm", {s.h}}, {"wqkv", {s.h, s.q}},          {"wo", {s.a * s.d, s.h}},
-          {"mlp_norm", {s.h}},       {"w_gate_up", {s.h, 2 * s.f}}, {"w_down", {s.f, s.h}}};
+  std::vector<Param> params{{"attention_norm", {s.h}, Holder::kReplicated},
+                            {"wqkv", {s.h, s.q}},
+                            {"wo", {s.a * s.d, s.h}},
+                            {"mlp_norm", {s.h}, Holder::kReplicated}};
+  if (s.e == 0) {
+    params.push_back({"w_gate_up", {s.h, 2 * s.f}});
+    params.push_back({"w_down", {s.f, s.h}});
+  } else {
+    params.push_back({"router", {s.h, s.e}, Holder::kReplicated});
+    params.push_back({"experts_gate_up", {s.el, s.h, 2 * s.fe}, Holder::kExpert});
+    params.push_back({"experts_down", {s.el, s.fe, s.h}, Holder::kExpert});
+  }
+  return params;
 }
-constexpr std::size_t kLayerParams = 6;
 
 std::uint64_t elements(const Dims& dims) {
   std::uint64_t n = 1;
@@ -367,6 +478,10 @@ std::uint64_t elements(const Dims& dims) {
 struct Groups {
   std::vector<std::vector<std::uint64_t>> tp;
   std::vector<std::vector<std::uint64_t>> dp;
+  // Mixture of experts: the expert-parallel groups (ep consecutive replicas at one tensor-parallel
+  // index, in expert order) and the groups of devices holding the same experts.
+  std::vector<std::vector<std::uint64_t>> ep;
+  std::vector<std::vector<std::uint64_t>> expert_dp;
 };
 
 Groups groups_of(const LlmJob& job) {
@@ -384,6 +499,26 @@ Groups groups_of(const LlmJob& job) {
       group.push_back(r * job.tp + t);
     }
     groups.dp.push_back(std::move(group));
+  }
+  if (job.model.moe()) {
+    for (std::uint64_t block = 0; block < job.dp / job.ep; ++block) {
+      for (std::uint64_t t = 0; t < job.tp; ++t) {
+        std::vector<std::uint64_t> group;
+        for (std::uint64_t e = 0; e < job.ep; ++e) {
+          group.push_back((block * job.ep + e) * job.tp + t);
+        }
+        groups.ep.push_back(std::move(group));
+      }
+    }
+    for (std::uint64_t e = 0; e < job.ep; ++e) {
+      std::vector<std::uint64_t> group;
+      for (std::uint64_t r = e; r < job.dp; r += job.ep) {
+        for (std::uint64_t t = 0; t < job.tp; ++t) {
+          group.push_back(r * job.tp + t);
+        }
+      }
+      groups.expert_dp.push_back(std::move(group));
+    }
   }
   return groups;
 }
@@ -419,7 +554,7 @@ class StageWriter {
         "FFN {}, vocabulary {}),\n"
         "// pipeline stage {} of {} ({} layers), tp {} x dp {} devices, {} microbatches of {} x {} tokens, "
         "{} "
-        "schedule, {} attention{}.\n"
+        "schedule, {} attention{}{}.\n"
         "module @llm_stage_{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} "
         "{{\n{}{}}}\n",
         job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
@@ -429,6 +564,9 @@ class StageWriter {
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
             (sharded_optimizer() ? ", distributed optimizer (ZeRO-1)" : "") +
             (sp() ? ", sequence parallelism" : ""),
+        moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device", s_.e,
+                            s_.fe, s_.top, job_.ep, s_.c)
+              : "",
         stage_, devices, functions, main);
   }
 
@@ -538,13 +676,29 @@ class StageWriter {
 
   bool flash() const { return job_.attention == Attention::kFlash; }
   bool sharded_optimizer() const { return job_.zero && job_.dp > 1; }
+  // The devices that hold the same copy of a parameter: its gradients are reduced over them (in
+  // buckets), and under ZeRO-1 its optimizer state is sharded over them.
+  struct Replicas {
+    const std::vector<std::vector<std::uint64_t>>* groups;
+    std::uint64_t size;
+  };
+  Replicas replicas(const Param& p) const {
+    if (p.holder == Holder::kExpert) {
+      return {&groups_.expert_dp, static_cast<std::uint64_t>(job_.dp / job_.ep) * job_.tp};
+    }
+    return {&groups_.dp, job_.dp};
+  }
+  bool sharded(const Param& p) const { return job_.zero && replicas(p).size > 1; }
   // Elements per gradient bucket: as given, or Megatron's default max(40M, 1M x dp).
   std::uint64_t bucket_elements() const {
     return job_.bucket_elements != 0 ? job_.bucket_elements
                                      : std::max<std::uint64_t>(40'000'000, 1'000'000ULL * job_.dp);
   }
   // Elements of a replica's optimizer-state shard of a tensor: ceil(elements / dp).
-  std::uint64_t shard_elements(const Dims& dims) const { return (elements(dims) + job_.dp - 1) / job_.dp; }
+  std::uint64_t shard_elements(const Param& p) const {
+    const std::uint64_t parts = replicas(p).size;
+    return (elements(p.dims) + parts - 1) / parts;
+  }
 
   // What the backward pass reads of the attention core besides the context (which it keeps
   // anyway as the output projection's input, and which is the attention's output): q, k and v
@@ -571,11 +725,128 @@ class StageWriter {
     // reads, and the output projection's input is the same data; naive keeps the projection's
     // input (n, a * d).
     const Type context = flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : Type{{s_.n, s_.a * s_.d}, "bf16"};
-    for (const Type& t : {context, local(), local_stats(), local(), Type{{s_.n, 2 * s_.f}, "bf16"},
-                          Type{{s_.n, s_.f}, "bf16"}}) {
+    for (const Type& t : {context, local(), local_stats(), local()}) {
+      types.push_back(t);
+    }
+    if (!moe()) {
+      types.push_back(Type{{s_.n, 2 * s_.f}, "bf16"});
+      types.push_back(Type{{s_.n, s_.f}, "bf16"});
+      return types;
+    }
+    for (const Type& t : moe_saved_types()) {
       types.push_back(t);
     }
     return types;
+  }
+
+  // Mixture of experts.
+  bool moe() const { return job_.model.moe(); }
+  std::uint64_t slots() const { return s_.e * s_.c; }  // dispatched rows per device: c per expert
+  // What the experts' backward reads of their forward: the router's probabilities, each slot's
+  // token, its flat (token, expert) index and its gate weight, the experts' inputs, gate and up
+  // projections and SwiGLU outputs, and the experts' outputs back in slot order.
+  std::vector<Type> moe_saved_types() const {
+    return {Type{{s_.r, s_.e}, "f32"},
+            Type{{slots(), 1}, "i32"},
+            Type{{slots()}, "i32"},
+            Type{{slots()}, "f32"},
+            Type{{s_.el, s_.t, s_.h}, "bf16"},
+            Type{{s_.el, s_.t, 2 * s_.fe}, "bf16"},
+            Type{{s_.el, s_.t, s_.fe}, "bf16"},
+            Type{{slots(), s_.h}, "bf16"}};
+  }
+  // Slot rows in expert order (c per expert, experts in order) to the local experts' inputs
+  // [el, ep x c, h] and back: the all-to-all over the expert-parallel group sends the rows of
+  // experts j x el ... to member j and receives, from each member in order, its rows for the
+  // local experts.
+  Value to_experts(Body& body, const Value& rows) {
+    const Value received = job_.ep > 1 ? body.all_to_all(rows, groups_.ep, next_handle()) : rows;
+    const Value blocks = body.reshape(received, {job_.ep, s_.el, s_.c, s_.h});
+    return body.reshape(body.transpose(blocks, {1, 0, 2, 3}), {s_.el, s_.t, s_.h});
+  }
+  Value from_experts(Body& body, const Value& per_expert) {
+    const Value blocks = body.reshape(per_expert, {s_.el, job_.ep, s_.c, s_.h});
+    const Value rows = body.reshape(body.transpose(blocks, {1, 0, 2, 3}), {slots(), s_.h});
+    return job_.ep > 1 ? body.all_to_all(rows, groups_.ep, next_handle()) : rows;
+  }
+  // A 1-D value cut or padded (with zeros: slot 0 of token 0, weight 0) to the slots.
+  Value fit_slots(Body& body, const Value& a) {
+    return a.type.dims[0] >= slots() ? body.slice(a, 0, 0, slots()) : body.pad_to(a, slots());
+  }
+
+  // The MoE MLP on the device's tokens n2 [r, h]: softmax router, top-k, the tokens sorted by
+  // expert into c slots per expert (a token past an expert's capacity is dropped; with a
+  // capacity factor of 1 and balanced routing none is), the all-to-all to the experts, batched
+  // SwiGLU experts, the all-to-all back, and each token's outputs summed with its gate weights.
+  // Returns the output [r, h] and the saved values (moe_saved_types()).
+  std::pair<Value, std::vector<Value>> moe_forward(Body& body, const Value& n2, const std::vector<Value>& w) {
+    const Dims full{s_.r, s_.e};
+    const Value logits = body.convert(body.matmul(n2, w[4], 1, 0), "f32");
+    const Value max = body.reduce(logits, {1}, "maximum");
+    const Value ex = body.unary("exponential", body.sub(logits, body.broadcast(max, full, {0})));
+    const Value probs = body.div(ex, body.broadcast(body.reduce(ex, {1}, "add"), full, {0}));
+    const std::vector<Value> chosen = body.top_k(probs, s_.top);
+    const std::uint64_t picks = s_.r * s_.top;
+    const Type pick_ids{{s_.r, s_.top}, "i32"};
+    const Value token =
+        body.reshape(body.op(pick_ids, fmt::format("stablehlo.iota dim = 0 : {}", spell(pick_ids))), {picks});
+    const std::vector<Value> sorted =
+        body.sort_by_first({body.reshape(chosen[1], {picks}), token, body.reshape(chosen[0], {picks})});
+    const Value slot_expert = fit_slots(body, sorted[0]);
+    const Value slot_token = fit_slots(body, sorted[1]);
+    const Value slot_weight = fit_slots(body, sorted[2]);
+    const Value slot_ids = body.reshape(slot_token, {slots(), 1});
+    const Value experts = body.splat(slot_expert.type, fmt::format("{}", s_.e));
+    const Value slot_flat = body.add(body.mul(slot_token, experts), slot_expert);
+    const Value xe = to_experts(body, body.gather_rows(n2, slot_ids));
+    const Value gate_up = body.dot(xe, w[5], {0}, {0}, {2}, {1});
+    const Value gate = body.slice(gate_up, 2, 0, s_.fe);
+    const Value up = body.slice(gate_up, 2, s_.fe, 2 * s_.fe);
+    const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
+    const Value ye = body.dot(swiglu, w[6], {0}, {0}, {2}, {1});
+    const Value slot_out = from_experts(body, ye);
+    const Value weighted =
+        body.mul(slot_out, body.broadcast(body.convert(slot_weight, "bf16"), {slots(), s_.h}, {0}));
+    const Value out =
+        body.scatter_add(body.splat(Type{{s_.r, s_.h}, "bf16"}, "0.000000e+00"), slot_ids, weighted);
+    return {out, {probs, slot_ids, slot_flat, slot_weight, xe, gate_up, swiglu, slot_out}};
+  }
+
+  // Its backward from dy [r, h] and the saved values: (dn2 [r, h], drouter, dexperts_gate_up,
+  // dexperts_down).
+  std::vector<Value> moe_backward(Body& body, const Value& dy, const Value& n2, const std::vector<Value>& m,
+                                  const std::vector<Value>& w) {
+    const Value &probs = m[0], &slot_ids = m[1], &slot_flat = m[2], &slot_weight = m[3], &xe = m[4],
+                &gate_up = m[5], &swiglu = m[6], &slot_out = m[7];
+    // The combine's backward: each slot's output gradient (its token's, times its gate weight) and
+    // its gate weight's gradient (the dot of its token's gradient with its output).
+    const Value dy_slots = body.gather_rows(dy, slot_ids);
+    const Value dweight =
+        body.reduce(body.mul(body.convert(dy_slots, "f32"), body.convert(slot_out, "f32")), {1}, "add");
+    const Value dslot_out =
+        body.mul(dy_slots, body.broadcast(body.convert(slot_weight, "bf16"), {slots(), s_.h}, {0}));
+    // The experts' backward.
+    const Value dye = to_experts(body, dslot_out);
+    const Value dswiglu = body.dot(dye, w[6], {0}, {0}, {2}, {2});
+    const Value dw_down = body.dot(swiglu, dye, {0}, {0}, {1}, {1});
+    const Value dgate_up = swiglu_backward(body, dswiglu, gate_up);
+    const Value dxe = body.dot(dgate_up, w[5], {0}, {0}, {2}, {2});
+    const Value dw_gate_up = body.dot(xe, dgate_up, {0}, {0}, {1}, {1});
+    const Value dslot_in = from_experts(body, dxe);
+    const Value dn2_experts =
+        body.scatter_add(body.splat(Type{{s_.r, s_.h}, "bf16"}, "0.000000e+00"), slot_ids, dslot_in);
+    // The router's: the gate weights' gradients at their (token, expert), the softmax backward,
+    // and the router GEMM's two.
+    const Value dprobs_flat = body.scatter_add(body.splat(Type{{s_.r * s_.e}, "f32"}, "0.000000e+00"),
+                                               body.reshape(slot_flat, {slots(), 1}), dweight);
+    const Value dprobs = body.reshape(dprobs_flat, {s_.r, s_.e});
+    const Dims full{s_.r, s_.e};
+    const Value row = body.reduce(body.mul(dprobs, probs), {1}, "add");
+    const Value dlogits =
+        body.convert(body.mul(probs, body.sub(dprobs, body.broadcast(row, full, {0}))), "bf16");
+    const Value dn2 = body.add(dn2_experts, body.matmul(dlogits, w[4], 1, 1));
+    const Value dw_router = body.matmul(n2, dlogits, 0, 0);
+    return {dn2, dw_router, dw_gate_up, dw_down};
   }
 
   std::string layer_forward_function() {
@@ -623,20 +894,59 @@ class StageWriter {
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
     const Value out = tp_reduce(body, body.matmul(ctx, w[2], 1, 0));
     const Value h = body.add(x, out);
-    // SwiGLU MLP.
+    // SwiGLU MLP, or the experts.
     const auto norm2 = body.call("rms_norm", {h, w[3]}, {local(), local_stats()});
-    const Value gate_up = body.matmul(tp_gather(body, norm2[0]), w[4], 1, 0);
-    const Value gate = body.slice(gate_up, 1, 0, s_.f);
-    const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
-    const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
-    const Value down = tp_reduce(body, body.matmul(swiglu, w[5], 1, 0));
-    const Value y = body.add(h, down);
+    std::vector<Value> mlp_saved;
+    Value mlp_out;
+    if (moe()) {
+      std::tie(mlp_out, mlp_saved) = moe_forward(body, norm2[0], w);
+    } else {
+      const Value gate_up = body.matmul(tp_gather(body, norm2[0]), w[4], 1, 0);
+      const Value gate = body.slice(gate_up, 1, 0, s_.f);
+      const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
+      const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
+      mlp_out = tp_reduce(body, body.matmul(swiglu, w[5], 1, 0));
+      mlp_saved = {gate_up, swiglu};
+    }
+    const Value y = body.add(h, mlp_out);
     std::vector<Value> arguments{x};
     arguments.insert(arguments.end(), w.begin(), w.end());
     std::vector<Value> results{y, x, norm1[1], norm1[0]};
     results.insert(results.end(), core.begin(), core.end());
-    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], norm2[0], gate_up, swiglu});
+    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], norm2[0]});
+    results.insert(results.end(), mlp_saved.begin(), mlp_saved.end());
     return function_text("layer_forward", false, arguments, body, results);
+  }
+
+  // SwiGLU's backward: from the gradient of silu(gate) x up and the saved [gate | up] (their last
+  // dimension), the gradient of [gate | up].
+  Value swiglu_backward(Body& body, const Value& dswiglu, const Value& gate_up) {
+    const std::size_t last = gate_up.type.dims.size() - 1;
+    const std::uint64_t width = gate_up.type.dims[last] / 2;
+    const Value gate = body.slice(gate_up, last, 0, width);
+    const Value up = body.slice(gate_up, last, width, 2 * width);
+    const Value sig = body.unary("logistic", gate);
+    const Value dup = body.mul(dswiglu, body.mul(gate, sig));
+    const Value one = body.like(gate, "1.000000e+00");
+    const Value dsilu = body.mul(sig, body.add(one, body.mul(gate, body.sub(one, sig))));
+    const Value dgate = body.mul(body.mul(dswiglu, up), dsilu);
+    return body.concat({dgate, dup}, last);
+  }
+
+  // The dense SwiGLU MLP's backward from dy (the device's tokens) and the saved norm output,
+  // gate and up projections and SwiGLU output: (dn2, [dw_gate_up, dw_down]). Under sequence
+  // parallelism the region's inputs are gathered again (the saved norm output is the device's
+  // tokens only), as Megatron does.
+  std::pair<Value, std::vector<Value>> dense_mlp_backward(Body& body, const Value& dy, const Value& n2,
+                                                          const Value& gate_up, const Value& swiglu,
+                                                          const std::vector<Value>& w) {
+    const Value dy_all = tp_gather(body, dy);
+    const Value dswiglu = body.matmul(dy_all, w[5], 1, 1);
+    const Value dw_down = body.matmul(swiglu, dy_all, 0, 0);
+    const Value dgate_up = swiglu_backward(body, dswiglu, gate_up);
+    const Value dn2 = tp_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
+    const Value dw_gate_up = body.matmul(tp_gather(body, n2), dgate_up, 0, 0);
+    return {dn2, {dw_gate_up, dw_down}};
   }
 
   std::string layer_backward_function() {
@@ -653,23 +963,16 @@ class StageWriter {
     const Value &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
     const Value ctx =
         flash() ? body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d}) : saved[c];
-    const Value &gate_up = saved[c + 4], &swiglu = saved[c + 5];
-    // MLP. Under sequence parallelism the regions' inputs are gathered again (the saved norm
-    // outputs are the device's tokens only), as Megatron does.
-    const Value dy_all = tp_gather(body, dy);
-    const Value dswiglu = body.matmul(dy_all, w[5], 1, 1);
-    const Value dw_down = body.matmul(swiglu, dy_all, 0, 0);
-    const Value gate = body.slice(gate_up, 1, 0, s_.f);
-    const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
-    const Value sig = body.unary("logistic", gate);
-    const Value silu = body.mul(gate, sig);
-    const Value dup = body.mul(dswiglu, silu);
-    const Value one = body.like(gate, "1.000000e+00");
-    const Value dsilu = body.mul(sig, body.add(one, body.mul(gate, body.sub(one, sig))));
-    const Value dgate = body.mul(body.mul(dswiglu, up), dsilu);
-    const Value dgate_up = body.concat({dgate, dup}, 1);
-    const Value dn2 = tp_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
-    const Value dw_gate_up = body.matmul(tp_gather(body, n2), dgate_up, 0, 0);
+    std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
+    Value dn2;
+    if (moe()) {
+      const std::vector<Value> m(saved.begin() + static_cast<std::ptrdiff_t>(c + 4), saved.end());
+      const std::vector<Value> grads = moe_backward(body, dy, n2, m, w);
+      dn2 = grads[0];
+      mlp_grads.assign(grads.begin() + 1, grads.end());
+    } else {
+      std::tie(dn2, mlp_grads) = dense_mlp_backward(body, dy, n2, saved[c + 4], saved[c + 5], w);
+    }
     const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dh = body.add(dy, norm2[0]);
     // Attention.
@@ -725,8 +1028,9 @@ class StageWriter {
     std::vector<Value> arguments{dy};
     arguments.insert(arguments.end(), w.begin(), w.end());
     arguments.insert(arguments.end(), saved.begin(), saved.end());
-    return function_text("layer_backward", false, arguments, body,
-                         {dx, norm1[1], dw_qkv, dw_o, norm2[1], dw_gate_up, dw_down});
+    std::vector<Value> results{dx, norm1[1], dw_qkv, dw_o, norm2[1]};
+    results.insert(results.end(), mlp_grads.begin(), mlp_grads.end());
+    return function_text("layer_backward", false, arguments, body, results);
   }
 
   Type index_type() const { return Type{{s_.n, 1}, "i32"}; }
@@ -849,11 +1153,11 @@ class StageWriter {
     }
     for (std::uint32_t l = 0; l < layers_; ++l) {
       for (const Param& p : layer_params(s_)) {
-        out.push_back({fmt::format("layer{}_{}", first_layer_ + l, p.name), p.dims});
+        out.push_back({fmt::format("layer{}_{}", first_layer_ + l, p.name), p.dims, p.holder});
       }
     }
     if (last_) {
-      out.push_back({"final_norm", {s_.h}});
+      out.push_back({"final_norm", {s_.h}, Holder::kReplicated});
       out.push_back({"lm_head", {s_.h, s_.v}});
     }
     return out;
@@ -911,7 +1215,7 @@ class StageWriter {
     for (const Param& p : stage_params) {
       weights.push_back(Value{"%" + p.name, Type{p.dims, "bf16"}});
       // The optimizer state: whole, or this replica's 1/dp of the flattened tensor (ZeRO-1).
-      const Dims state = sharded_optimizer() ? Dims{shard_elements(p.dims)} : p.dims;
+      const Dims state = sharded(p) ? Dims{shard_elements(p)} : p.dims;
       masters.push_back(Value{"%" + p.name + "_master", Type{state, "f32"}});
       firsts.push_back(Value{"%" + p.name + "_m", Type{state, "f32"}});
       seconds.push_back(Value{"%" + p.name + "_v", Type{state, "f32"}});
@@ -931,8 +1235,8 @@ class StageWriter {
     const std::size_t layer_base = first_ ? 1 : 0;
     auto layer_weights_of = [&](std::uint32_t l) {
       return std::vector<Value>(
-          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + l * kLayerParams),
-          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + (l + 1) * kLayerParams));
+          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + l * layer_param_count_),
+          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + (l + 1) * layer_param_count_));
     };
     auto micro_ids = [&](const Value& all, std::uint32_t m) {
       return body.reshape(body.slice(all, 0, m, m + 1), {s_.n, 1});
@@ -944,57 +1248,64 @@ class StageWriter {
     // overlap the rest of the backward pass; what remains is reduced at its end.
     std::vector<std::optional<Value>> grads(stage_params.size());
     std::vector<std::uint32_t> seen(stage_params.size(), 0);
-    std::vector<std::size_t> open;
-    std::uint64_t open_elements = 0;
+    // One open bucket per kind of replica group (Megatron keeps the experts' gradients in buffers
+    // of their own): the dense parameters' and the experts'.
+    struct Open {
+      std::vector<std::size_t> members;
+      std::uint64_t elements = 0;
+    };
+    Open open_dense, open_expert;
     std::vector<std::vector<std::size_t>> buckets;  // in the order they were reduced
-    std::vector<std::size_t> norms;                 // sequence parallelism: norm gradients held back
+    std::vector<std::size_t> replicated;            // sequence parallelism: gradients held back
     auto flatten = [&](std::size_t p) { return body.reshape(*grads[p], {elements(stage_params[p].dims)}); };
-    auto reduce_open = [&]() {
-      if (open.empty()) {
+    auto reduce_open = [&](Open& open) {
+      if (open.members.empty()) {
         return;
       }
-      if (sharded_optimizer()) {
-        // ZeRO-1: each gradient padded to dp shards as a [dp, shard] block; the blocks side by side,
-        // so that row r of the bucket is replica r's shard of every gradient, and one
-        // reduce-scatter leaves each replica the sum of its row.
+      const Replicas group = replicas(stage_params[open.members.front()]);
+      if (sharded(stage_params[open.members.front()])) {
+        // ZeRO-1: each gradient padded to one shard per replica as a [replicas, shard] block; the
+        // blocks side by side, so that row r of the bucket is replica r's shard of every gradient,
+        // and one reduce-scatter leaves each replica the sum of its row.
         std::vector<Value> blocks;
         std::uint64_t row = 0;
-        for (const std::size_t p : open) {
-          const std::uint64_t shard = shard_elements(stage_params[p].dims);
-          blocks.push_back(body.reshape(body.pad_to(flatten(p), shard * job_.dp), {job_.dp, shard}));
+        for (const std::size_t p : open.members) {
+          const std::uint64_t shard = shard_elements(stage_params[p]);
+          blocks.push_back(body.reshape(body.pad_to(flatten(p), shard * group.size), {group.size, shard}));
           row += shard;
         }
         const Value all = blocks.size() == 1 ? blocks.front() : body.concat(blocks, 1);
-        const Value mine = body.reduce_scatter(body.reshape(all, {job_.dp * row}), groups_.dp, next_handle());
+        const Value mine =
+            body.reduce_scatter(body.reshape(all, {group.size * row}), *group.groups, next_handle());
         std::uint64_t offset = 0;
-        for (const std::size_t p : open) {
-          const std::uint64_t shard = shard_elements(stage_params[p].dims);
+        for (const std::size_t p : open.members) {
+          const std::uint64_t shard = shard_elements(stage_params[p]);
           grads[p] = body.slice(mine, 0, offset, offset + shard);
           offset += shard;
         }
-      } else if (job_.dp > 1) {
+      } else if (group.size > 1) {
         std::vector<Value> flats;
-        for (const std::size_t p : open) {
+        for (const std::size_t p : open.members) {
           flats.push_back(flatten(p));
         }
         const Value sum = body.all_reduce(flats.size() == 1 ? flats.front() : body.concat(flats, 0),
-                                          groups_.dp, next_handle());
+                                          *group.groups, next_handle());
         std::uint64_t offset = 0;
-        for (const std::size_t p : open) {
+        for (const std::size_t p : open.members) {
           const Dims& dims = stage_params[p].dims;
           grads[p] = body.reshape(body.slice(sum, 0, offset, offset + elements(dims)), dims);
           offset += elements(dims);
         }
       }
-      buckets.push_back(open);
-      open.clear();
-      open_elements = 0;
+      buckets.push_back(open.members);
+      open = Open{};
     };
     auto to_bucket = [&](std::size_t p) {
-      open.push_back(p);
-      open_elements += elements(stage_params[p].dims);
-      if (open_elements >= bucket_elements()) {
-        reduce_open();
+      Open& open = stage_params[p].holder == Holder::kExpert ? open_expert : open_dense;
+      open.members.push_back(p);
+      open.elements += elements(stage_params[p].dims);
+      if (open.elements >= bucket_elements()) {
+        reduce_open(open);
       }
     };
     auto accumulate = [&](std::size_t param, const Value& grad) {
@@ -1004,8 +1315,8 @@ class StageWriter {
       const Value g = body.convert(grad, grad_element);
       grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
       if (++seen[param] == job_.micro_batches) {
-        if (sp() && stage_params[param].dims.size() == 1) {
-          norms.push_back(param);  // summed over the tensor-parallel group first, at the end
+        if (sp() && stage_params[param].holder == Holder::kReplicated) {
+          replicated.push_back(param);  // summed over the tensor-parallel group first, at the end
         } else {
           to_bucket(param);
         }
@@ -1015,7 +1326,7 @@ class StageWriter {
     std::optional<Value> prior;  // the end of the previous unit of the schedule
     std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
     std::vector<std::vector<Value>> head_stash(micro);          // the last stage's head, per microbatch
-    const std::size_t head_base = layer_base + layers_ * kLayerParams;
+    const std::size_t head_base = layer_base + layers_ * layer_param_count_;
     std::vector<Type> forward_results{local()};
     for (const Type& t : saved_types()) {
       forward_results.push_back(t);
@@ -1092,8 +1403,8 @@ class StageWriter {
         args.insert(args.end(), saved.begin(), saved.end());
         const std::vector<Value> results = body.call("layer_backward", args, backward_results);
         dy = results[0];
-        for (std::size_t p = 0; p < kLayerParams; ++p) {
-          accumulate(layer_base + i * kLayerParams + p, results[1 + p]);
+        for (std::size_t p = 0; p < layer_param_count_; ++p) {
+          accumulate(layer_base + i * layer_param_count_ + p, results[1 + p]);
         }
         stash[m][i].clear();
       }
@@ -1121,24 +1432,28 @@ class StageWriter {
       backward(next_backward++);
     }
 
-    // Sequence parallelism: each device's norm-weight gradients cover its tokens only; one
-    // all-reduce over the tensor-parallel group sums them all (Megatron's all-reduce of the
-    // layer-norm gradients), then they are reduced over the data-parallel group like the rest.
-    if (!norms.empty()) {
+    // Sequence parallelism: each device's gradients of the norm weights (and of the router) cover
+    // its tokens only; one all-reduce over the tensor-parallel group sums them all (Megatron's
+    // all-reduce of the layer-norm gradients), then they are reduced over the data-parallel group
+    // like the rest.
+    if (!replicated.empty()) {
       std::vector<Value> flats;
-      for (const std::size_t p : norms) {
+      for (const std::size_t p : replicated) {
         flats.push_back(flatten(p));
       }
       const Value sum = body.all_reduce(flats.size() == 1 ? flats.front() : body.concat(flats, 0), groups_.tp,
                                         next_handle());
       std::uint64_t offset = 0;
-      for (const std::size_t p : norms) {
-        grads[p] = body.slice(sum, 0, offset, offset + elements(stage_params[p].dims));
-        offset += elements(stage_params[p].dims);
+      for (const std::size_t p : replicated) {
+        const Dims& dims = stage_params[p].dims;
+        const Value part = body.slice(sum, 0, offset, offset + elements(dims));
+        grads[p] = dims.size() == 1 ? part : body.reshape(part, dims);
+        offset += elements(dims);
         to_bucket(p);
       }
     }
-    reduce_open();
+    reduce_open(open_dense);
+    reduce_open(open_expert);
     if (loss && job_.dp > 1) {
       // The loss averaged over the data-parallel replicas (for the log, as Megatron does).
       loss = body.all_reduce(*loss, groups_.dp, next_handle());
@@ -1163,21 +1478,22 @@ class StageWriter {
         new_firsts[p] = m1;
         new_seconds[p] = v1;
       }
-      if (sharded_optimizer()) {
+      if (sharded(stage_params[members.front()])) {
+        const Replicas group = replicas(stage_params[members.front()]);
         std::vector<Value> shards;
         std::uint64_t row = 0;
         for (const std::size_t p : members) {
           shards.push_back(new_weights[p]);
-          row += shard_elements(stage_params[p].dims);
+          row += shard_elements(stage_params[p]);
         }
         const Value gathered = body.all_gather(shards.size() == 1 ? shards.front() : body.concat(shards, 0),
-                                               groups_.dp, next_handle());
-        const Value rows = body.reshape(gathered, {job_.dp, row});  // row r: replica r's shards
+                                               *group.groups, next_handle());
+        const Value rows = body.reshape(gathered, {group.size, row});  // row r: replica r's shards
         std::uint64_t offset = 0;
         for (const std::size_t p : members) {
           const Dims& dims = stage_params[p].dims;
-          const std::uint64_t shard = shard_elements(dims);
-          const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {job_.dp * shard});
+          const std::uint64_t shard = shard_elements(stage_params[p]);
+          const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {group.size * shard});
           new_weights[p] = body.reshape(body.slice(block, 0, 0, elements(dims)), dims);
           offset += shard;
         }
@@ -1223,13 +1539,14 @@ class StageWriter {
     return sum;
   }();
   std::uint64_t next_handle_ = 0;
+  std::size_t layer_param_count_ = layer_params(s_).size();
 };
 
 }  // namespace
 
 const std::vector<LlmModel>& llm_presets() {
   // Published configurations: Llama 3 (Meta, "The Llama 3 Herd of Models", 2024, table 3),
-  // Llama 2 7B (Touvron et al., 2023), and the Llama3-100M of MaxText's test configurations
+  // Llama 2 7B (Touvron et al., 2023), Mixtral, and the Llama3-100M of MaxText's test configurations
   // (../shared/data/stablehlo/hespas_workloads).
   static const std::vector<LlmModel> presets{
       // MaxText's Llama3-100M as exported in ../shared/data/stablehlo/hespas_workloads (read off
@@ -1240,6 +1557,9 @@ const std::vector<LlmModel>& llm_presets() {
       {"llama3-8b", 32, 4096, 32, 0, 8, 14336, 128256},
       {"llama3-70b", 80, 8192, 64, 0, 8, 28672, 128256},
       {"llama3-405b", 126, 16384, 128, 0, 8, 53248, 128256},
+      // Mixtral (Jiang et al., "Mixtral of Experts", 2024, table 1): 8 experts, 2 per token.
+      {"mixtral-8x7b", 32, 4096, 32, 0, 8, 14336, 32000, 8, 2},
+      {"mixtral-8x22b", 56, 6144, 48, 0, 8, 16384, 32768, 8, 2},
   };
   return presets;
 }
@@ -1263,7 +1583,7 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
     fail("name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
   }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
-                       o.ffn != 0 || o.vocab != 0;
+                       o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0;
   auto apply = [](std::uint32_t& field, std::uint32_t value) {
     if (value != 0) {
       field = value;
@@ -1276,6 +1596,11 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   apply(model.ffn, o.ffn);
   apply(model.vocab, o.vocab);
   apply(model.kv_heads, o.kv_heads);
+  apply(model.experts, o.experts);
+  apply(model.top_k, o.top_k);
+  if (model.experts > 0 && model.top_k == 0) {
+    model.top_k = std::min<std::uint32_t>(2, model.experts);  // two experts per token unless told otherwise
+  }
   if (preset.empty() && o.kv_heads == 0) {
     model.kv_heads = model.heads;  // multi-head attention unless told otherwise
   }
@@ -1328,6 +1653,38 @@ void validate(const LlmJob& job) {
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
   }
+  if (m.top_k > 0 && !m.moe()) {
+    fail(fmt::format("--top-k {} needs --experts (a mixture-of-experts model)", m.top_k));
+  }
+  if (job.ep == 0) {
+    fail("--ep must be at least 1");
+  }
+  if (!m.moe() && job.ep > 1) {
+    fail(fmt::format("--ep {}: expert parallelism needs a mixture-of-experts model (--experts)", job.ep));
+  }
+  if (m.moe()) {
+    if (m.top_k == 0 || m.top_k > m.experts) {
+      fail(fmt::format("--top-k {} must be between 1 and --experts {}", m.top_k, m.experts));
+    }
+    if (m.experts % job.ep != 0) {
+      fail(fmt::format("--experts {} is not a multiple of --ep {}", m.experts, job.ep));
+    }
+    if (job.dp % job.ep != 0) {
+      fail(fmt::format(
+          "--dp {} is not a multiple of --ep {}: expert-parallel groups are made of data-parallel "
+          "replicas",
+          job.dp, job.ep));
+    }
+    if (job.tp > 1 && !job.sequence_parallel) {
+      fail(fmt::format(
+          "--experts with --tp {} needs --sequence-parallel (each tensor-parallel device routes its "
+          "own tokens, as Megatron requires)",
+          job.tp));
+    }
+    if (!(job.capacity_factor > 0.0) || !std::isfinite(job.capacity_factor) || job.capacity_factor > 1e6) {
+      fail(fmt::format("--capacity-factor {} must be positive (and at most 1e6)", job.capacity_factor));
+    }
+  }
   if (job.pp > m.layers) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));
   }
@@ -1348,6 +1705,20 @@ void validate(const LlmJob& job) {
   if (std::max(largest, logits) > std::ldexp(1.0, 56)) {
     fail("the attention scores or logits of one microbatch exceed 2^56 bytes: lower --micro-batch or --seq");
   }
+  if (m.moe()) {
+    // The dispatched rows of one microbatch (slots x width) and the router's probabilities.
+    const double dispatched = std::ceil(job.capacity_factor * static_cast<double>(s.r) * m.top_k) *
+                              std::max<double>(s.h, 2.0 * m.ffn) * 4.0 * job.ep;
+    if (dispatched > std::ldexp(1.0, 56) ||
+        static_cast<double>(s.r) * m.experts * 4.0 > std::ldexp(1.0, 56)) {
+      fail(
+          "the experts' slots of one microbatch exceed 2^56 bytes: lower --capacity-factor, --micro-batch or "
+          "--seq");
+    }
+    if (static_cast<double>(s.r) * m.experts >= std::ldexp(1.0, 31)) {
+      fail("tokens x experts of one microbatch must stay below 2^31 (the router's flat indices are i32)");
+    }
+  }
 }
 
 std::vector<std::uint32_t> stage_layers(const LlmJob& job) {
@@ -1363,18 +1734,22 @@ LlmFacts facts(const LlmJob& job) {
   const std::uint64_t d = m.head_dimension();
   const std::uint64_t attention = static_cast<std::uint64_t>(m.hidden) * (m.heads + 2 * m.kv_heads) * d +
                                   static_cast<std::uint64_t>(m.heads) * d * m.hidden;
-  const std::uint64_t mlp = 3ULL * m.hidden * m.ffn;
+  const std::uint64_t expert = 3ULL * m.hidden * m.ffn;
+  const std::uint64_t router = m.moe() ? static_cast<std::uint64_t>(m.hidden) * m.experts : 0;
+  const std::uint64_t mlp = m.moe() ? m.experts * expert + router : expert;
+  const std::uint64_t active_mlp = m.moe() ? m.top_k * expert + router : expert;  // per token
   const std::uint64_t layer = attention + mlp + 2ULL * m.hidden;
   const std::uint64_t vocab = static_cast<std::uint64_t>(m.vocab) * m.hidden;
   LlmFacts out;
   out.parameters = m.layers * layer + 2 * vocab + m.hidden;
+  out.active_parameters = m.layers * (attention + active_mlp + 2ULL * m.hidden) + 2 * vocab + m.hidden;
   out.devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
   out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
   out.tokens_per_step = out.global_batch * job.seq;
   // Per token: 2 FLOPs per multiply-add of every matmul (layers and LM head; the embedding is a
   // lookup), plus attention's QK^T and PV (2 * 2 * seq * heads * d per layer, the full square:
   // the causal mask is added, not skipped); backward twice forward.
-  const double per_token = 2.0 * static_cast<double>(m.layers * (attention + mlp) + vocab) +
+  const double per_token = 2.0 * static_cast<double>(m.layers * (attention + active_mlp) + vocab) +
                            4.0 * static_cast<double>(m.layers) * job.seq * m.heads * d;
   // Recomputation is not counted (model FLOPs, not hardware FLOPs: PaLM's MFU definition).
   out.model_flops = 3.0 * per_token * static_cast<double>(out.tokens_per_step);

@@ -13,7 +13,8 @@
 // activations forward and gradients back on one channel per microbatch and direction,
 // accumulates gradients, reduces them over its data-parallel group in buckets and applies AdamW
 // (f32 master weights and moments). Options add sequence parallelism, the distributed optimizer
-// (ZeRO-1), full recomputation and naive (unfused) attention.
+// (ZeRO-1), full recomputation, naive (unfused) attention, and mixture-of-experts MLPs (a router,
+// top-k, experts spread over expert-parallel groups and reached by all-to-all).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,11 @@ struct LlmModel {
   std::uint32_t kv_heads = 0;  // key/value heads K (grouped-query attention; K = A: multi-head)
   std::uint32_t ffn = 0;       // SwiGLU inner width F
   std::uint32_t vocab = 0;     // vocabulary V
+  // Mixture of experts (Mixtral-style): 0 for a dense model; else every layer's MLP is E SwiGLU
+  // experts of width `ffn` with a router choosing `top_k` of them per token.
+  std::uint32_t experts = 0;
+  std::uint32_t top_k = 0;
+  [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] std::uint32_t head_dimension() const { return head_dim != 0 ? head_dim : hidden / heads; }
 };
 
@@ -69,6 +75,13 @@ struct LlmJob {
   // Gradient elements per data-parallel bucket (Megatron's --ddp-bucket-size); 0: Megatron's
   // default, max(40M, 1M x dp).
   std::uint64_t bucket_elements = 0;
+  // Expert parallelism (mixture-of-experts models): the experts are spread over groups of `ep`
+  // consecutive data-parallel replicas, each holding experts / ep of them, and tokens travel to
+  // their experts and back by all-to-all within the group.
+  std::uint32_t ep = 1;
+  // Slots per expert and device, as a multiple of the balanced share: ceil(capacity_factor x
+  // tokens x top_k / experts) (GShard/Switch's expert capacity).
+  double capacity_factor = 1.0;
 };
 
 // The model of a preset (or, with an empty name, none) with every nonzero dimension given
@@ -77,6 +90,7 @@ struct LlmJob {
 // missing one of layers, hidden, heads, ffn and vocab.
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
+  std::uint32_t experts = 0, top_k = 0;
 };
 LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides);
 
@@ -84,7 +98,9 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // zero dimension, heads or kv heads or the FFN width not divisible by tp, more stages than
 // layers, a head count not divisible by the kv head count, a sequence-parallel microbatch whose
 // tokens tp does not divide, more than 2^26 devices, attention scores or logits of a microbatch
-// above 2^56 bytes, or too many point-to-point channels.
+// above 2^56 bytes, or too many point-to-point channels; for mixture-of-experts models, a top-k
+// outside 1..experts, experts or dp not multiples of ep, ep above 1 on a dense model, tp above 1
+// without sequence parallelism, or a capacity factor that is not positive.
 void validate(const LlmJob& job);
 
 // Layers of each stage: as even as possible, the first stages taking one more when they do not
@@ -93,12 +109,13 @@ std::vector<std::uint32_t> stage_layers(const LlmJob& job);
 
 struct LlmFacts {
   std::uint64_t parameters = 0;       // whole model
+  std::uint64_t active_parameters = 0;  // used per token (mixture of experts: top_k of the experts)
   std::uint64_t devices = 0;          // dp * tp * pp
   std::uint64_t tokens_per_step = 0;  // global batch in tokens
   std::uint64_t global_batch = 0;     // sequences per step
   // Model FLOPs of one step (forward and backward, matmuls and attention, counted as 2 per
-  // multiply-add; the convention of MFU figures: 6 * params-in-matmuls * tokens plus attention;
-  // recomputation not counted).
+  // multiply-add; the convention of MFU figures: 6 * active params-in-matmuls * tokens plus
+  // attention; recomputation not counted).
   double model_flops = 0;
   std::vector<std::uint64_t> stage_parameters;  // per device of each stage (its tp shard)
 };
