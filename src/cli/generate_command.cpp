@@ -31,6 +31,7 @@ struct GenerateArguments {
   std::string out;
   bool json = false;
   bool zero = false;
+  bool fsdp = false;
   bool sequence_parallel = false;
 };
 
@@ -49,6 +50,7 @@ int generate_llm(GenerateArguments& a) {
   job.grads_in_bf16 = a.grad_dtype == "bf16";
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
   job.zero = a.zero;
+  job.fsdp = a.fsdp;
   job.sequence_parallel = a.sequence_parallel;
   gen::validate(job);
 
@@ -176,6 +178,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--distributed-optimizer", a->zero,
                 "ZeRO-1: shard the optimizer state over the data-parallel replicas (reduce-scatter the "
                 "gradients, all-gather the weights)");
+  llm->add_flag("--fsdp", a->fsdp,
+                "FSDP (ZeRO-3): shard the weights too; gather each layer before use, reduce-scatter its "
+                "gradients every microbatch");
   llm->add_option("--bucket-elements", a->job.bucket_elements,
                   "Gradient elements per data-parallel bucket (0: Megatron's max(40M, 1M x dp))")
       ->capture_default_str();

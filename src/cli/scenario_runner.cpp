@@ -197,6 +197,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
         c.attention == config::LlmAttentionConfig::kNaive ? gen::Attention::kNaive : gen::Attention::kFlash;
     job.sequence_parallel = c.sequence_parallel;
     job.zero = c.distributed_optimizer;
+    job.fsdp = c.fsdp;
     job.grads_in_bf16 = c.grad_dtype == config::LlmGradTypeConfig::kBf16;
     job.bucket_elements = c.bucket_elements;
     gen::validate(job);

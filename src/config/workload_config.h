@@ -130,6 +130,7 @@ struct LlmWorkloadConfig {
   LlmAttentionConfig attention = LlmAttentionConfig::kFlash;
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
+  bool fsdp = false;
   LlmGradTypeConfig grad_dtype = LlmGradTypeConfig::kF32;
   std::uint64_t bucket_elements = 0;
 
@@ -164,6 +165,7 @@ struct LlmWorkloadConfig {
     v("sequence_parallel", sequence_parallel, "Megatron's sequence parallelism (with tp > 1).");
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
+    v("fsdp", fsdp, "FSDP (ZeRO-3): weights, gradients and optimizer state sharded over the replicas.");
     v("grad_dtype", grad_dtype, "Gradient accumulation and data-parallel reduction type.");
     v("bucket_elements", bucket_elements,
       "Gradient elements per data-parallel bucket; 0: Megatron's default, max(40M, 1M x dp).");

@@ -34,6 +34,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.zero = (bits & 64) != 0;
     job.sequence_parallel = (bits & 128) != 0;
     job.grads_in_bf16 = (bits % 3) == 0;
+    job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const std::string text = stage_program(job, stage);
       const auto modules = stablehlo::testing::parse(text);
@@ -63,7 +64,8 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.tp = (bits & 8) != 0 ? 2 : 1;
     job.sequence_parallel = job.tp > 1;
     job.pp = (bits & 16) != 0 ? 2 : 1;
-    job.zero = (bits & 32) != 0;
+    job.zero = (bits & 32) != 0 && bits % 3 != 0;
+    job.fsdp = (bits & 32) != 0 && bits % 3 == 0;
     job.recompute = (bits & 64) != 0 ? Recompute::kFull : Recompute::kNone;
     job.capacity_factor = (bits % 5 == 0) ? 0.7 : ((bits % 5 == 1) ? 1.3 : 1.0);
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
@@ -213,6 +215,9 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   refused(job, "--capacity-factor 0 must be positive");
   job.capacity_factor = 1;
   EXPECT_NO_THROW(validate(job));
+  job.zero = true;
+  job.fsdp = true;
+  refused(job, "--fsdp shards the optimizer state already: drop --distributed-optimizer");
 }
 
 }  // namespace

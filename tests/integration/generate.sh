@@ -3,7 +3,8 @@
 # communication the closed forms say (GEMM FLOPs per device and stage for flash and naive
 # attention, all-reduces, sends and recvs, the bytes of the arguments); the scenario runs, the
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
-# state and reduce-scatters and all-gathers instead of all-reducing; sequence parallelism turns each
+# state and reduce-scatters and all-gathers instead of all-reducing; FSDP keeps 1/dp of the
+# weights too, gathering each unit before each use and reduce-scattering its gradients; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
@@ -33,6 +34,7 @@ gen flash "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements
 gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive --bucket-elements 1
 gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
 gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 1
+gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
 gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
 gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
@@ -56,7 +58,7 @@ gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive zero seqpar buckets onebucket zerobuckets moe moezero moecap; do
+for name in flash naive zero fsdp seqpar buckets onebucket zerobuckets moe moezero moecap; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -76,6 +78,8 @@ run flash flash_np2 2
 run naive naive
 run zero zero
 run zero zero_np2 2
+run fsdp fsdp
+run fsdp fsdp_np2 2
 run seqpar seqpar
 run seqpar seqpar_np2 2
 run zerobuckets zerobuckets
@@ -147,6 +151,8 @@ expect "expert parallelism on a dense model" 2 "--ep 2: expert parallelism needs
 expect "workload.llm capacity factor" 2 "workload.llm.capacity_factor" -- \
   "$orrery" run "$work/flash/scenario.yaml" --set 'workload.programs=[]' --set workload.llm.model=mixtral-8x7b \
   --set workload.llm.capacity_factor=0
+expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
+  "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \
   "$orrery" generate llm --model llama3-8b --schedule interleaved --out "$work/bad"
 expect "workload.llm beside programs" 2 "workload.llm: give one of \`programs\`, \`chakra\` and \`llm\`" -- \

@@ -85,6 +85,26 @@ for s in range(pp):
 print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp) bytes per tensor; "
       "a reduce-scatter and an all-gather per tensor")
 
+# FSDP (ZeRO-3) on dp 3: weights and optimizer state both sharded, 14 x ceil(E / 3) bytes per
+# tensor; per microbatch every unit (the embedding, each layer, the head) is all-gathered before
+# its forward and each layer and the head again before its backward, and each unit's gradients are
+# reduce-scattered once; the tensor-parallel all-reduces are the dense job's, and no data-parallel
+# all-reduce is left but the loss's.
+fsdp_summary = load("fsdp.summary")
+for s in range(pp):
+    last = s == pp - 1
+    expected = sum(14 * -(-e // zdp) for e in tensors(s)) + 4 * M * B * S
+    assert fsdp_summary["memory"][s]["arguments_bytes"] == expected, (s, fsdp_summary["memory"][s], expected)
+    assert expected < zsummary["memory"][s]["arguments_bytes"]
+    comm = load(f"fsdp.inspect{s}")["communication_ops"]
+    units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+    assert comm.get("stablehlo.all_gather") == M * (units + per_stage[s] + (1 if last else 0)), (s, comm)
+    assert comm.get("stablehlo.reduce_scatter") == M * units, (s, comm)
+    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+    assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
+print("ok   FSDP: weights and optimizer state 14 x ceil(E / dp) bytes per tensor; all-gathers and "
+      "reduce-scatters per unit and microbatch")
+
 # Sequence parallelism (tp 2): the same GEMMs; per layer and microbatch 2 all-gathers and 2
 # reduce-scatters forward, and backward 2 reduce-scatters and 4 all-gathers (the gradients into
 # the two regions and the two norm outputs gathered again); the embedding reduce-scatters forward
@@ -199,7 +219,7 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline")):
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

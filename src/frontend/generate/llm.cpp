@@ -562,7 +562,8 @@ class StageWriter {
         job_.tp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
         job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
-            (sharded_optimizer() ? ", distributed optimizer (ZeRO-1)" : "") +
+            (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
+                                 : "") +
             (sp() ? ", sequence parallelism" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c)
@@ -675,7 +676,7 @@ class StageWriter {
   }
 
   bool flash() const { return job_.attention == Attention::kFlash; }
-  bool sharded_optimizer() const { return job_.zero && job_.dp > 1; }
+  bool sharded_optimizer() const { return (job_.zero || job_.fsdp) && job_.dp > 1; }
   // The devices that hold the same copy of a parameter: its gradients are reduced over them (in
   // buckets), and under ZeRO-1 its optimizer state is sharded over them.
   struct Replicas {
@@ -688,7 +689,58 @@ class StageWriter {
     }
     return {&groups_.dp, job_.dp};
   }
-  bool sharded(const Param& p) const { return job_.zero && replicas(p).size > 1; }
+  // The optimizer state is sharded under ZeRO-1 and FSDP, the bf16 weights under FSDP only.
+  bool sharded(const Param& p) const { return (job_.zero || job_.fsdp) && replicas(p).size > 1; }
+  bool weights_sharded(const Param& p) const { return job_.fsdp && replicas(p).size > 1; }
+
+  // Reduce-scatter of whole gradients (flattened, any shape) of parameters sharing one replica
+  // group: each padded to one shard per replica as a [replicas, shard] block, the blocks side by
+  // side, so that row r is replica r's shard of every gradient and one reduce-scatter leaves each
+  // replica the sum of its row. Returns each parameter's shard.
+  std::vector<Value> reduce_scatter_shards(Body& body, const std::vector<const Param*>& members,
+                                           const std::vector<Value>& flats) {
+    const Replicas group = replicas(*members.front());
+    std::vector<Value> blocks;
+    std::uint64_t row = 0;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const std::uint64_t shard = shard_elements(*members[i]);
+      blocks.push_back(body.reshape(body.pad_to(flats[i], shard * group.size), {group.size, shard}));
+      row += shard;
+    }
+    const Value all = blocks.size() == 1 ? blocks.front() : body.concat(blocks, 1);
+    const Value mine =
+        body.reduce_scatter(body.reshape(all, {group.size * row}), *group.groups, next_handle());
+    std::vector<Value> out;
+    std::uint64_t offset = 0;
+    for (const Param* p : members) {
+      const std::uint64_t shard = shard_elements(*p);
+      out.push_back(body.slice(mine, 0, offset, offset + shard));
+      offset += shard;
+    }
+    return out;
+  }
+  // Its inverse for weights: the shards all-gathered over the group and cut back into whole
+  // tensors.
+  std::vector<Value> all_gather_shards(Body& body, const std::vector<const Param*>& members,
+                                       const std::vector<Value>& shards) {
+    const Replicas group = replicas(*members.front());
+    std::uint64_t row = 0;
+    for (const Param* p : members) {
+      row += shard_elements(*p);
+    }
+    const Value gathered = body.all_gather(shards.size() == 1 ? shards.front() : body.concat(shards, 0),
+                                           *group.groups, next_handle());
+    const Value rows = body.reshape(gathered, {group.size, row});  // row r: replica r's shards
+    std::vector<Value> out;
+    std::uint64_t offset = 0;
+    for (const Param* p : members) {
+      const std::uint64_t shard = shard_elements(*p);
+      const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {group.size * shard});
+      out.push_back(body.reshape(body.slice(block, 0, 0, elements(p->dims)), p->dims));
+      offset += shard;
+    }
+    return out;
+  }
   // Elements per gradient bucket: as given, or Megatron's default max(40M, 1M x dp).
   std::uint64_t bucket_elements() const {
     return job_.bucket_elements != 0 ? job_.bucket_elements
@@ -1213,8 +1265,10 @@ class StageWriter {
     std::vector<Value> arguments;
     std::vector<Value> weights, masters, firsts, seconds;
     for (const Param& p : stage_params) {
-      weights.push_back(Value{"%" + p.name, Type{p.dims, "bf16"}});
-      // The optimizer state: whole, or this replica's 1/dp of the flattened tensor (ZeRO-1).
+      // The weights: whole, or (FSDP) this replica's shard of the flattened tensor; the optimizer
+      // state: whole, or its shard (ZeRO-1, FSDP).
+      weights.push_back(
+          Value{"%" + p.name, Type{weights_sharded(p) ? Dims{shard_elements(p)} : p.dims, "bf16"}});
       const Dims state = sharded(p) ? Dims{shard_elements(p)} : p.dims;
       masters.push_back(Value{"%" + p.name + "_master", Type{state, "f32"}});
       firsts.push_back(Value{"%" + p.name + "_m", Type{state, "f32"}});
@@ -1233,11 +1287,6 @@ class StageWriter {
       arguments.insert(arguments.end(), list->begin(), list->end());
     }
     const std::size_t layer_base = first_ ? 1 : 0;
-    auto layer_weights_of = [&](std::uint32_t l) {
-      return std::vector<Value>(
-          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + l * layer_param_count_),
-          weights.begin() + static_cast<std::ptrdiff_t>(layer_base + (l + 1) * layer_param_count_));
-    };
     auto micro_ids = [&](const Value& all, std::uint32_t m) {
       return body.reshape(body.slice(all, 0, m, m + 1), {s_.n, 1});
     };
@@ -1257,31 +1306,23 @@ class StageWriter {
     Open open_dense, open_expert;
     std::vector<std::vector<std::size_t>> buckets;  // in the order they were reduced
     std::vector<std::size_t> replicated;            // sequence parallelism: gradients held back
-    auto flatten = [&](std::size_t p) { return body.reshape(*grads[p], {elements(stage_params[p].dims)}); };
+    std::vector<std::size_t> reduced;               // FSDP: reduce-scattered gradients, final
+    auto flatten = [&](std::size_t p) { return body.reshape(*grads[p], {elements(grads[p]->type.dims)}); };
     auto reduce_open = [&](Open& open) {
       if (open.members.empty()) {
         return;
       }
       const Replicas group = replicas(stage_params[open.members.front()]);
       if (sharded(stage_params[open.members.front()])) {
-        // ZeRO-1: each gradient padded to one shard per replica as a [replicas, shard] block; the
-        // blocks side by side, so that row r of the bucket is replica r's shard of every gradient,
-        // and one reduce-scatter leaves each replica the sum of its row.
-        std::vector<Value> blocks;
-        std::uint64_t row = 0;
+        std::vector<const Param*> members;
+        std::vector<Value> flats;
         for (const std::size_t p : open.members) {
-          const std::uint64_t shard = shard_elements(stage_params[p]);
-          blocks.push_back(body.reshape(body.pad_to(flatten(p), shard * group.size), {group.size, shard}));
-          row += shard;
+          members.push_back(&stage_params[p]);
+          flats.push_back(flatten(p));
         }
-        const Value all = blocks.size() == 1 ? blocks.front() : body.concat(blocks, 1);
-        const Value mine =
-            body.reduce_scatter(body.reshape(all, {group.size * row}), *group.groups, next_handle());
-        std::uint64_t offset = 0;
-        for (const std::size_t p : open.members) {
-          const std::uint64_t shard = shard_elements(stage_params[p]);
-          grads[p] = body.slice(mine, 0, offset, offset + shard);
-          offset += shard;
+        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats);
+        for (std::size_t i = 0; i < open.members.size(); ++i) {
+          grads[open.members[i]] = mine[i];
         }
       } else if (group.size > 1) {
         std::vector<Value> flats;
@@ -1317,16 +1358,94 @@ class StageWriter {
       if (++seen[param] == job_.micro_batches) {
         if (sp() && stage_params[param].holder == Holder::kReplicated) {
           replicated.push_back(param);  // summed over the tensor-parallel group first, at the end
+        } else if (weights_sharded(stage_params[param])) {
+          reduced.push_back(param);
         } else {
           to_bucket(param);
         }
       }
+    };
+    // FSDP (ZeRO-3): a unit's parameters (the embedding, a layer, the head) are gathered whole
+    // before each use and dropped after it; a unit's gradients are reduce-scattered over the
+    // replicas as soon as its backward has computed them, every microbatch, and each replica
+    // accumulates its shard. Parameters whose group is one device are whole and take the path
+    // above. `trigger`, when given, holds the gather until it is computed: one unit ahead, as
+    // FSDP prefetches.
+    auto by_group = [&](const std::vector<std::size_t>& unit) {
+      std::vector<std::vector<std::size_t>> parts;  // positions in `unit`: non-expert, expert
+      parts.resize(2);
+      for (std::size_t i = 0; i < unit.size(); ++i) {
+        parts[stage_params[unit[i]].holder == Holder::kExpert ? 1 : 0].push_back(i);
+      }
+      return parts;
+    };
+    auto whole = [&](const std::vector<std::size_t>& unit, const std::optional<Value>& trigger) {
+      std::vector<Value> out(unit.size());
+      for (const std::vector<std::size_t>& part : by_group(unit)) {
+        if (part.empty()) {
+          continue;
+        }
+        if (!weights_sharded(stage_params[unit[part.front()]])) {
+          for (const std::size_t i : part) {
+            out[i] = weights[unit[i]];
+          }
+          continue;
+        }
+        std::vector<const Param*> members;
+        std::vector<Value> shards;
+        for (const std::size_t i : part) {
+          members.push_back(&stage_params[unit[i]]);
+          shards.push_back(weights[unit[i]]);
+        }
+        if (trigger) {
+          shards.push_back(*trigger);
+          shards = body.barrier(shards);
+          shards.pop_back();
+        }
+        const std::vector<Value> gathered = all_gather_shards(body, members, shards);
+        for (std::size_t j = 0; j < part.size(); ++j) {
+          out[part[j]] = gathered[j];
+        }
+      }
+      return out;
+    };
+    auto reduce_unit = [&](const std::vector<std::size_t>& unit, const std::vector<Value>& unit_grads) {
+      for (const std::vector<std::size_t>& part : by_group(unit)) {
+        if (part.empty()) {
+          continue;
+        }
+        if (!weights_sharded(stage_params[unit[part.front()]])) {
+          for (const std::size_t i : part) {
+            accumulate(unit[i], unit_grads[i]);
+          }
+          continue;
+        }
+        std::vector<const Param*> members;
+        std::vector<Value> flats;
+        for (const std::size_t i : part) {
+          members.push_back(&stage_params[unit[i]]);
+          const Value g = body.convert(unit_grads[i], grad_element);
+          flats.push_back(body.reshape(g, {elements(g.type.dims)}));
+        }
+        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats);
+        for (std::size_t j = 0; j < part.size(); ++j) {
+          accumulate(unit[part[j]], mine[j]);
+        }
+      }
+    };
+    auto layer_unit = [&](std::uint32_t l) {
+      std::vector<std::size_t> unit;
+      for (std::size_t p = 0; p < layer_param_count_; ++p) {
+        unit.push_back(layer_base + l * layer_param_count_ + p);
+      }
+      return unit;
     };
     std::optional<Value> loss;
     std::optional<Value> prior;  // the end of the previous unit of the schedule
     std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
     std::vector<std::vector<Value>> head_stash(micro);          // the last stage's head, per microbatch
     const std::size_t head_base = layer_base + layers_ * layer_param_count_;
+    const std::vector<std::size_t> head_unit{head_base, head_base + 1};
     std::vector<Type> forward_results{local()};
     for (const Type& t : saved_types()) {
       forward_results.push_back(t);
@@ -1340,14 +1459,16 @@ class StageWriter {
       Value x;
       if (first_) {
         const Value ids = after(body, micro_ids(tokens, m), prior);
-        x = body.call("embed", {weights[0], ids}, {local()})[0];
+        x = body.call("embed", {whole({0}, prior)[0], ids}, {local()})[0];
       } else {
         x = after(body, recv(body, local(), p2p_handle(stage_ - 1, false, m)), prior);
       }
       stash[m].resize(layers_);
+      std::optional<Value> trigger = prior;  // the previous layer's input
       for (std::uint32_t l = 0; l < layers_; ++l) {
         std::vector<Value> args{x};
-        const auto w = layer_weights_of(l);
+        const auto w = whole(layer_unit(l), trigger);
+        trigger = x;
         args.insert(args.end(), w.begin(), w.end());
         const std::vector<Value> results = body.call("layer_forward", args, forward_results);
         if (job_.recompute == Recompute::kFull) {
@@ -1362,8 +1483,8 @@ class StageWriter {
         for (const Type& t : head_saved_types()) {
           types.push_back(t);
         }
-        const auto head = body.call(
-            "head_forward", {x, weights[head_base], weights[head_base + 1], micro_ids(labels, m)}, types);
+        const auto hw = whole(head_unit, trigger);
+        const auto head = body.call("head_forward", {x, hw[0], hw[1], micro_ids(labels, m)}, types);
         loss = loss ? body.add(*loss, head[0]) : head[0];
         head_stash[m] = {head[1], head[2], head[3], x};
         prior = head[0];
@@ -1378,18 +1499,20 @@ class StageWriter {
       if (last_) {
         std::vector<Value> args = head_stash[m];
         args[0] = after(body, args[0], prior);
-        args.insert(args.end(), {weights[head_base], weights[head_base + 1], micro_ids(labels, m)});
+        const auto hw = whole(head_unit, prior);
+        args.insert(args.end(), {hw[0], hw[1], micro_ids(labels, m)});
         const auto head =
             body.call("head_backward", args, {local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
         head_stash[m].clear();
         dy = head[0];
-        accumulate(head_base, head[1]);
-        accumulate(head_base + 1, head[2]);
+        reduce_unit(head_unit, {head[1], head[2]});
       } else {
         dy = after(body, recv(body, local(), p2p_handle(stage_, true, m)), prior);
       }
+      std::optional<Value> trigger = prior;  // the gradient into the layer above
       for (std::uint32_t i = layers_; i-- > 0;) {
-        const auto w = layer_weights_of(i);
+        const auto w = whole(layer_unit(i), trigger);
+        trigger = dy;
         std::vector<Value> saved = stash[m][i];
         if (job_.recompute == Recompute::kFull) {
           std::vector<Value> args{saved[0]};
@@ -1403,13 +1526,11 @@ class StageWriter {
         args.insert(args.end(), saved.begin(), saved.end());
         const std::vector<Value> results = body.call("layer_backward", args, backward_results);
         dy = results[0];
-        for (std::size_t p = 0; p < layer_param_count_; ++p) {
-          accumulate(layer_base + i * layer_param_count_ + p, results[1 + p]);
-        }
+        reduce_unit(layer_unit(i), std::vector<Value>(results.begin() + 1, results.end()));
         stash[m][i].clear();
       }
       if (first_) {
-        accumulate(0, body.call("embed_backward", {dy, micro_ids(tokens, m)}, {table_type()})[0]);
+        reduce_unit({0}, {body.call("embed_backward", {dy, micro_ids(tokens, m)}, {table_type()})[0]});
       } else {
         send(body, dy, p2p_handle(stage_ - 1, true, m));
       }
@@ -1445,15 +1566,22 @@ class StageWriter {
                                         next_handle());
       std::uint64_t offset = 0;
       for (const std::size_t p : replicated) {
-        const Dims& dims = stage_params[p].dims;
+        const Dims dims = grads[p]->type.dims;  // whole, or (FSDP) this replica's shard
         const Value part = body.slice(sum, 0, offset, offset + elements(dims));
         grads[p] = dims.size() == 1 ? part : body.reshape(part, dims);
         offset += elements(dims);
-        to_bucket(p);
+        if (weights_sharded(stage_params[p])) {
+          reduced.push_back(p);
+        } else {
+          to_bucket(p);
+        }
       }
     }
     reduce_open(open_dense);
     reduce_open(open_expert);
+    if (!reduced.empty()) {
+      buckets.push_back(reduced);  // FSDP: reduce-scattered as they were computed
+    }
     if (loss && job_.dp > 1) {
       // The loss averaged over the data-parallel replicas (for the log, as Megatron does).
       loss = body.all_reduce(*loss, groups_.dp, next_handle());
@@ -1478,24 +1606,16 @@ class StageWriter {
         new_firsts[p] = m1;
         new_seconds[p] = v1;
       }
-      if (sharded(stage_params[members.front()])) {
-        const Replicas group = replicas(stage_params[members.front()]);
+      if (job_.zero && sharded(stage_params[members.front()])) {
+        std::vector<const Param*> params;
         std::vector<Value> shards;
-        std::uint64_t row = 0;
         for (const std::size_t p : members) {
+          params.push_back(&stage_params[p]);
           shards.push_back(new_weights[p]);
-          row += shard_elements(stage_params[p]);
         }
-        const Value gathered = body.all_gather(shards.size() == 1 ? shards.front() : body.concat(shards, 0),
-                                               *group.groups, next_handle());
-        const Value rows = body.reshape(gathered, {group.size, row});  // row r: replica r's shards
-        std::uint64_t offset = 0;
-        for (const std::size_t p : members) {
-          const Dims& dims = stage_params[p].dims;
-          const std::uint64_t shard = shard_elements(stage_params[p]);
-          const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {group.size * shard});
-          new_weights[p] = body.reshape(body.slice(block, 0, 0, elements(dims)), dims);
-          offset += shard;
+        const std::vector<Value> gathered = all_gather_shards(body, params, shards);
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          new_weights[members[i]] = gathered[i];
         }
       }
     }
@@ -1684,6 +1804,9 @@ void validate(const LlmJob& job) {
     if (!(job.capacity_factor > 0.0) || !std::isfinite(job.capacity_factor) || job.capacity_factor > 1e6) {
       fail(fmt::format("--capacity-factor {} must be positive (and at most 1e6)", job.capacity_factor));
     }
+  }
+  if (job.fsdp && job.zero) {
+    fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");
   }
   if (job.pp > m.layers) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));

@@ -68,6 +68,10 @@ struct LlmJob {
   // ZeRO-1 (Megatron's distributed optimizer): each data-parallel replica keeps and updates 1/dp of
   // the optimizer state; gradients are reduce-scattered and the updated weights all-gathered.
   bool zero = false;
+  // FSDP (ZeRO-3): the bf16 weights are sharded too; each layer (and the embedding and the head)
+  // is all-gathered before each use, one layer ahead, and its gradients reduce-scattered as soon as
+  // they are computed, every microbatch.
+  bool fsdp = false;
   // Megatron's sequence parallelism (with tp > 1): outside the tensor-parallel regions (norms,
   // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
   // becomes a reduce-scatter out of a region and an all-gather into the next.
@@ -100,7 +104,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // tokens tp does not divide, more than 2^26 devices, attention scores or logits of a microbatch
 // above 2^56 bytes, or too many point-to-point channels; for mixture-of-experts models, a top-k
 // outside 1..experts, experts or dp not multiples of ep, ep above 1 on a dense model, tp above 1
-// without sequence parallelism, or a capacity factor that is not positive.
+// without sequence parallelism, or a capacity factor that is not positive; FSDP together with
+// ZeRO-1.
 void validate(const LlmJob& job);
 
 // Layers of each stage: as even as possible, the first stages taking one more when they do not
