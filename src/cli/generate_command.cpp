@@ -103,9 +103,10 @@ int generate_llm(GenerateArguments& a) {
             .c_str());
   }
   std::printf(
-      "%s", fmt::format("{} devices (tp {} x dp {} x pp {}), global batch {} x {} tokens, {:.4g} model FLOPs "
-                        "per step\n",
-                        facts.devices, job.tp, job.dp, job.pp, facts.global_batch, job.seq, facts.model_flops)
+      "%s", fmt::format(
+                "{} devices (tp {} x cp {} x dp {} x pp {}), global batch {} x {} tokens, {:.4g} model "
+                "FLOPs per step\n",
+                facts.devices, job.tp, job.cp, job.dp, job.pp, facts.global_batch, job.seq, facts.model_flops)
                 .c_str());
   const auto layers = gen::stage_layers(job);
   for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
@@ -152,6 +153,10 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--dp", a->job.dp, "Data-parallel replicas")->capture_default_str();
   llm->add_option("--tp", a->job.tp, "Tensor-parallel degree")->capture_default_str();
   llm->add_option("--pp", a->job.pp, "Pipeline stages")->capture_default_str();
+  llm->add_option("--cp", a->job.cp,
+                  "Context-parallel degree: each sequence split over this many devices, keys and values "
+                  "all-gathered")
+      ->capture_default_str();
   llm->add_option("--micro-batch", a->job.micro_batch, "Sequences per microbatch per replica")
       ->capture_default_str();
   llm->add_option("--micro-batches", a->job.micro_batches, "Microbatches per step")->capture_default_str();

@@ -185,6 +185,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.capacity_factor = c.capacity_factor;
     job.tp = c.tp;
     job.pp = c.pp;
+    job.cp = c.cp;
     job.dp = c.dp;
     job.micro_batch = c.micro_batch;
     job.micro_batches = c.micro_batches;

@@ -121,6 +121,7 @@ struct LlmWorkloadConfig {
   double capacity_factor = 1.0;
   std::uint32_t tp = 1;
   std::uint32_t pp = 1;
+  std::uint32_t cp = 1;
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;
   std::uint32_t micro_batches = 1;
@@ -155,6 +156,7 @@ struct LlmWorkloadConfig {
       positive());
     v("tp", tp, "Tensor-parallel degree.", at_least(1));
     v("pp", pp, "Pipeline stages.", at_least(1));
+    v("cp", cp, "Context-parallel degree (each sequence split over this many devices).", at_least(1));
     v("dp", dp, "Data-parallel replicas.", at_least(1));
     v("micro_batch", micro_batch, "Sequences per microbatch per replica.", at_least(1));
     v("micro_batches", micro_batches, "Microbatches per step.", at_least(1));

@@ -35,12 +35,13 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.sequence_parallel = (bits & 128) != 0;
     job.grads_in_bf16 = (bits % 3) == 0;
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
+    job.cp = (bits % 7) < 3 ? 2 : 1;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const std::string text = stage_program(job, stage);
       const auto modules = stablehlo::testing::parse(text);
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
       const workload::Program& program = *modules[0].program;
-      EXPECT_EQ(program.num_partitions(), static_cast<std::int64_t>(job.tp * job.dp)) << bits;
+      EXPECT_EQ(program.num_partitions(), static_cast<std::int64_t>(job.tp * job.cp * job.dp)) << bits;
       EXPECT_NE(program.entry_function(), workload::kNoId) << bits;
       ++programs;
     }
@@ -218,6 +219,9 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.zero = true;
   job.fsdp = true;
   refused(job, "--fsdp shards the optimizer state already: drop --distributed-optimizer");
+  job = tiny();  // sequence 16
+  job.cp = 3;
+  refused(job, "--seq 16 is not a multiple of 2 x --cp 3");
 }
 
 }  // namespace

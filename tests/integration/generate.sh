@@ -4,7 +4,8 @@
 # attention, all-reduces, sends and recvs, the bytes of the arguments); the scenario runs, the
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
 # state and reduce-scatters and all-gathers instead of all-reducing; FSDP keeps 1/dp of the
-# weights too, gathering each unit before each use and reduce-scattering its gradients; sequence parallelism turns each
+# weights too, gathering each unit before each use and reduce-scattering its gradients; context
+# parallelism halves each device's tokens and all-gathers keys and values; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
@@ -35,6 +36,7 @@ gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
 gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
 gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 1
 gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
+gen cp "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
 gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
 gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
@@ -58,7 +60,7 @@ gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 
-for name in flash naive zero fsdp seqpar buckets onebucket zerobuckets moe moezero moecap; do
+for name in flash naive zero fsdp cp seqpar buckets onebucket zerobuckets moe moezero moecap; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -80,6 +82,8 @@ run zero zero
 run zero zero_np2 2
 run fsdp fsdp
 run fsdp fsdp_np2 2
+run cp cp
+run cp cp_np2 2
 run seqpar seqpar
 run seqpar seqpar_np2 2
 run zerobuckets zerobuckets
@@ -151,6 +155,8 @@ expect "expert parallelism on a dense model" 2 "--ep 2: expert parallelism needs
 expect "workload.llm capacity factor" 2 "workload.llm.capacity_factor" -- \
   "$orrery" run "$work/flash/scenario.yaml" --set 'workload.programs=[]' --set workload.llm.model=mixtral-8x7b \
   --set workload.llm.capacity_factor=0
+expect "context parallelism over a sequence 2 cp does not divide" 2 \
+  "--seq 100 is not a multiple of 2 x --cp 4" -- "$orrery" generate llm --model llama3-8b --seq 100 --cp 4 --out "$work/bad"
 expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
   "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \

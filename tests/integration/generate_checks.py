@@ -159,6 +159,35 @@ assert [m["arguments_bytes"] for m in zb["memory"]] == [m["arguments_bytes"] for
 print(f"ok   gradient buckets: {bucket_count(0, 300000)} and {bucket_count(1, 300000)} buckets of 300,000 "
       "elements, one of 40M, per stage; ZeRO-1 buckets reduce-scatter and all-gather once each")
 
+# Context parallelism (cp 2, with tp 2, dp 2, pp 2): each device holds 64 of each sequence's 128
+# tokens; every GEMM but attention's core does half the work, and the core attends from 64 queries
+# over all 128 keys (flash, causal: half of that square); per layer and microbatch keys and values
+# are all-gathered once forward and once backward over the context-parallel group and their
+# gradients reduce-scattered once; gradients are reduced over the 4 devices of dp x cp.
+cpd = 2
+for s in range(pp):
+    j = load(f"cp.inspect{s}")
+    last = s == pp - 1
+    matmul = per_stage[s] * layer_matmul + (H * v if last else 0)
+    expected = 6 * matmul * tokens // cpd + per_stage[s] * M * 14 * 0.5 * B * a * (S // cpd) * S * D
+    got = j["classes"]["gemm"]["flops"]
+    assert abs(got - expected) <= 1e-9 * expected, ("cp", s, got, expected)
+    comm = j["communication_ops"]
+    assert comm.get("stablehlo.all_gather") == 2 * per_stage[s] * M, (s, comm)
+    assert comm.get("stablehlo.reduce_scatter") == per_stage[s] * M, (s, comm)
+    params = per_stage[s] * 6 + (1 if s == 0 else 0) + (2 if last else 0)
+    all_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0) + params
+    assert comm["stablehlo.all_reduce"] == all_reduces, (s, comm, all_reduces)
+    groups = [line for line in open(f"{w}/cp/stage_{s}.mlir") if "all_gather" in line]
+    assert all("all_gather_dim = 2" in line and "dense<[[0, 2], [1, 3], [4, 6], [5, 7]]>" in line for line in groups), groups[:1]
+cp_summary = load("cp.summary")
+for s, memory in enumerate(cp_summary["memory"]):
+    last = s == pp - 1
+    stage_params = per_stage[s] * layer_params + (v * H if s == 0 else 0) + (H + H * v if last else 0)
+    assert memory["arguments_bytes"] == 14 * stage_params + 4 * M * B * S // cpd, (s, memory)
+print("ok   context parallelism: GEMM FLOPs, key/value all-gathers and reduce-scatters over the cp groups, "
+      "reductions and arguments as the closed forms")
+
 # Mixture of experts: 8 experts of FFN 512, 2 per token, dp 4 in expert-parallel groups of 2 (4
 # experts per device). With tp 2 and sequence parallelism each device routes its 64 of the 128
 # tokens: c = ceil(capacity x 64 x 2 / 8) slots per expert, E x c rows dispatched per device. Per
@@ -219,7 +248,7 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2")):
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

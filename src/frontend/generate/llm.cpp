@@ -235,32 +235,32 @@ class Body {
 
   // reduce_scatter (add) over `groups` along dimension 0: each member keeps its 1/|group| slice.
   Value reduce_scatter(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
-                       std::uint64_t handle) {
+                       std::uint64_t handle, std::size_t dim = 0) {
     const std::string x = fresh();
     const std::string y = fresh();
     const std::string r = fresh();
     const std::string scalar = spell(Type{{}, a.type.element});
     Type type = a.type;
-    type.dims[0] /= groups.front().size();
+    type.dims[dim] /= groups.front().size();
     return op(type, fmt::format("\"stablehlo.reduce_scatter\"({}) <{{channel_handle = "
                                 "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
-                                "scatter_dimension = 0 : i64, use_global_device_ids}}> ({{\n"
+                                "scatter_dimension = {} : i64, use_global_device_ids}}> ({{\n"
                                 "    ^bb0({}: {}, {}: {}):\n"
                                 "      {} = stablehlo.add {}, {} : {}\n"
                                 "      stablehlo.return {} : {}\n"
                                 "    }}) : ({}) -> {}",
-                                a.name, handle, groups_attribute(groups), x, scalar, y, scalar, r, x, y,
+                                a.name, handle, groups_attribute(groups), dim, x, scalar, y, scalar, r, x, y,
                                 scalar, r, scalar, spell(a.type), spell(type)));
   }
-  // all_gather over `groups` along dimension 0.
+  // all_gather over `groups` along dimension `dim`.
   Value all_gather(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
-                   std::uint64_t handle) {
+                   std::uint64_t handle, std::size_t dim = 0) {
     Type type = a.type;
-    type.dims[0] *= groups.front().size();
-    return op(type, fmt::format("\"stablehlo.all_gather\"({}) <{{all_gather_dim = 0 : i64, channel_handle = "
+    type.dims[dim] *= groups.front().size();
+    return op(type, fmt::format("\"stablehlo.all_gather\"({}) <{{all_gather_dim = {} : i64, channel_handle = "
                                 "#stablehlo.channel_handle<handle = {}, type = 1>, replica_groups = {}, "
                                 "use_global_device_ids}}> : ({}) -> {}",
-                                a.name, handle, groups_attribute(groups), spell(a.type), spell(type)));
+                                a.name, dim, handle, groups_attribute(groups), spell(a.type), spell(type)));
   }
   // all_to_all over `groups` along dimension 0: the value's |group| row blocks go to the members
   // in group order, and the blocks received are concatenated in the same order.
@@ -397,7 +397,8 @@ std::string function_text(const std::string& name, bool is_public, const std::ve
 // The model's local (per-device) shapes.
 
 struct Shape {
-  std::uint64_t b, s, n;        // microbatch sequences, sequence length, tokens (b * s)
+  std::uint64_t b, s, n;        // microbatch sequences, local sequence length (seq / cp), tokens (b * s)
+  std::uint64_t sk;             // keys each query attends over: the whole sequence
   std::uint64_t h, a, k, d, g;  // width, local heads, local kv heads, head dim, heads per kv head
   std::uint64_t q;              // local QKV width (a + 2k) * d
   std::uint64_t f;              // local FFN width
@@ -412,7 +413,8 @@ Shape shape_of(const LlmJob& job) {
   const LlmModel& m = job.model;
   Shape s{};
   s.b = job.micro_batch;
-  s.s = job.seq;
+  s.s = job.seq / job.cp;
+  s.sk = job.seq;
   s.n = s.b * s.s;
   s.h = m.hidden;
   s.a = m.heads / job.tp;
@@ -474,10 +476,14 @@ std::uint64_t elements(const Dims& dims) {
   return n;
 }
 
-// Collective groups of a stage's devices: device id = dp_index * tp + tp_index.
+// Collective groups of a stage's devices: device id = (dp_index * cp + cp_index) * tp + tp_index
+// (Megatron's order: tp, cp, dp).
 struct Groups {
   std::vector<std::vector<std::uint64_t>> tp;
+  // The devices holding the same dense weights (data- and context-parallel: Megatron reduces the
+  // gradients over both), and the context-parallel groups.
   std::vector<std::vector<std::uint64_t>> dp;
+  std::vector<std::vector<std::uint64_t>> cp;
   // Mixture of experts: the expert-parallel groups (ep consecutive replicas at one tensor-parallel
   // index, in expert order) and the groups of devices holding the same experts.
   std::vector<std::vector<std::uint64_t>> ep;
@@ -486,35 +492,55 @@ struct Groups {
 
 Groups groups_of(const LlmJob& job) {
   Groups groups;
+  const auto id = [&](std::uint64_t r, std::uint64_t c, std::uint64_t t) {
+    return (r * job.cp + c) * job.tp + t;
+  };
   for (std::uint64_t r = 0; r < job.dp; ++r) {
-    std::vector<std::uint64_t> group;
-    for (std::uint64_t t = 0; t < job.tp; ++t) {
-      group.push_back(r * job.tp + t);
+    for (std::uint64_t c = 0; c < job.cp; ++c) {
+      std::vector<std::uint64_t> group;
+      for (std::uint64_t t = 0; t < job.tp; ++t) {
+        group.push_back(id(r, c, t));
+      }
+      groups.tp.push_back(std::move(group));
     }
-    groups.tp.push_back(std::move(group));
   }
   for (std::uint64_t t = 0; t < job.tp; ++t) {
     std::vector<std::uint64_t> group;
     for (std::uint64_t r = 0; r < job.dp; ++r) {
-      group.push_back(r * job.tp + t);
+      for (std::uint64_t c = 0; c < job.cp; ++c) {
+        group.push_back(id(r, c, t));
+      }
     }
     groups.dp.push_back(std::move(group));
   }
+  for (std::uint64_t r = 0; r < job.dp; ++r) {
+    for (std::uint64_t t = 0; t < job.tp; ++t) {
+      std::vector<std::uint64_t> group;
+      for (std::uint64_t c = 0; c < job.cp; ++c) {
+        group.push_back(id(r, c, t));
+      }
+      groups.cp.push_back(std::move(group));
+    }
+  }
   if (job.model.moe()) {
     for (std::uint64_t block = 0; block < job.dp / job.ep; ++block) {
-      for (std::uint64_t t = 0; t < job.tp; ++t) {
-        std::vector<std::uint64_t> group;
-        for (std::uint64_t e = 0; e < job.ep; ++e) {
-          group.push_back((block * job.ep + e) * job.tp + t);
+      for (std::uint64_t c = 0; c < job.cp; ++c) {
+        for (std::uint64_t t = 0; t < job.tp; ++t) {
+          std::vector<std::uint64_t> group;
+          for (std::uint64_t e = 0; e < job.ep; ++e) {
+            group.push_back(id(block * job.ep + e, c, t));
+          }
+          groups.ep.push_back(std::move(group));
         }
-        groups.ep.push_back(std::move(group));
       }
     }
     for (std::uint64_t e = 0; e < job.ep; ++e) {
       std::vector<std::uint64_t> group;
       for (std::uint64_t r = e; r < job.dp; r += job.ep) {
-        for (std::uint64_t t = 0; t < job.tp; ++t) {
-          group.push_back(r * job.tp + t);
+        for (std::uint64_t c = 0; c < job.cp; ++c) {
+          for (std::uint64_t t = 0; t < job.tp; ++t) {
+            group.push_back(id(r, c, t));
+          }
         }
       }
       groups.expert_dp.push_back(std::move(group));
@@ -547,19 +573,20 @@ class StageWriter {
       functions += head_functions();
     }
     const std::string main = main_function();
-    const std::uint64_t devices = static_cast<std::uint64_t>(job_.dp) * job_.tp;
+    const std::uint64_t devices = static_cast<std::uint64_t>(job_.dp) * job_.cp * job_.tp;
     return fmt::format(
         "// Generated by `orrery generate llm` (docs/generate.md): {} ({} layers, width {}, {} heads of {}, "
         "{} kv heads, "
         "FFN {}, vocabulary {}),\n"
-        "// pipeline stage {} of {} ({} layers), tp {} x dp {} devices, {} microbatches of {} x {} tokens, "
+        "// pipeline stage {} of {} ({} layers), tp {} x cp {} x dp {} devices, {} microbatches of {} x {} "
+        "tokens, "
         "{} "
         "schedule, {} attention{}{}.\n"
         "module @llm_stage_{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} "
         "{{\n{}{}}}\n",
         job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
         job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
-        job_.tp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
+        job_.tp, job_.cp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
         job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
@@ -655,16 +682,35 @@ class StageWriter {
     if (s_.g == 1) {
       return x;
     }
-    const Value wide = body.broadcast(x, {s_.b, s_.k, s_.g, s_.s, s_.d}, {0, 1, 3, 4});
-    return body.reshape(wide, {s_.b, s_.a, s_.s, s_.d});
+    const Value wide = body.broadcast(x, {s_.b, s_.k, s_.g, s_.sk, s_.d}, {0, 1, 3, 4});
+    return body.reshape(wide, {s_.b, s_.a, s_.sk, s_.d});
   }
   // Its transpose: the g query heads' gradients summed per kv head.
   Value reduce_kv(Body& body, const Value& x) {
     if (s_.g == 1) {
       return x;
     }
-    const Value grouped = body.reshape(body.convert(x, "f32"), {s_.b, s_.k, s_.g, s_.s, s_.d});
+    const Value grouped = body.reshape(body.convert(x, "f32"), {s_.b, s_.k, s_.g, s_.sk, s_.d});
     return body.convert(body.reduce(grouped, {2}, "add"), "bf16");
+  }
+
+  // Context parallelism (Llama 3's all-gather form): each device holds seq / cp of every
+  // sequence's tokens and attends from its queries over the whole sequence's keys and values,
+  // all-gathered (k and v side by side, one all-gather) over the context-parallel group; backward
+  // gathers them again and reduce-scatters their gradients.
+  std::pair<Value, Value> cp_gather_kv(Body& body, const Value& k, const Value& v) {
+    if (job_.cp == 1) {
+      return {k, v};
+    }
+    const Value all = body.all_gather(body.concat({k, v}, 1), groups_.cp, next_handle(), 2);
+    return {body.slice(all, 1, 0, s_.k), body.slice(all, 1, s_.k, 2 * s_.k)};
+  }
+  std::pair<Value, Value> cp_scatter_kv(Body& body, const Value& dk, const Value& dv) {
+    if (job_.cp == 1) {
+      return {dk, dv};
+    }
+    const Value mine = body.reduce_scatter(body.concat({dk, dv}, 1), groups_.cp, next_handle(), 2);
+    return {body.slice(mine, 1, 0, s_.k), body.slice(mine, 1, s_.k, 2 * s_.k)};
   }
 
   std::vector<Value> layer_weights() const {
@@ -685,9 +731,9 @@ class StageWriter {
   };
   Replicas replicas(const Param& p) const {
     if (p.holder == Holder::kExpert) {
-      return {&groups_.expert_dp, static_cast<std::uint64_t>(job_.dp / job_.ep) * job_.tp};
+      return {&groups_.expert_dp, static_cast<std::uint64_t>(job_.dp / job_.ep) * job_.cp * job_.tp};
     }
-    return {&groups_.dp, job_.dp};
+    return {&groups_.dp, static_cast<std::uint64_t>(job_.dp) * job_.cp};
   }
   // The optimizer state is sharded under ZeRO-1 and FSDP, the bf16 weights under FSDP only.
   bool sharded(const Param& p) const { return (job_.zero || job_.fsdp) && replicas(p).size > 1; }
@@ -762,7 +808,7 @@ class StageWriter {
     if (flash()) {
       return {heads, kv, kv, Type{{s_.b, s_.a, s_.s}, "f32"}};
     }
-    return {heads, kv, kv, Type{{s_.b, s_.a, s_.s, s_.s}, "bf16"}};
+    return {heads, kv, kv, Type{{s_.b, s_.a, s_.s, s_.sk}, "bf16"}};
   }
 
   // What the backward pass reads of the forward pass, in layer_forward's result order after y:
@@ -915,6 +961,7 @@ class StageWriter {
     const Value qh = to_heads(body, body.reshape(q, {s_.n, s_.a * s_.d}), s_.a);
     const Value kh = to_heads(body, body.reshape(k, {s_.n, s_.k * s_.d}), s_.k);
     const Value vh = to_heads(body, body.reshape(v, {s_.n, s_.k * s_.d}), s_.k);
+    const auto [kg, vg] = cp_gather_kv(body, kh, vh);
     Value context;
     std::vector<Value> core;
     if (flash()) {
@@ -923,19 +970,19 @@ class StageWriter {
           body.ops({qh.type, lse},
                    fmt::format("stablehlo.custom_call @orrery.attention({}, {}, {}) {{backend_config = "
                                "\"causal\"}} : ({}, {}, {}) -> ({}, {})",
-                               qh.name, kh.name, vh.name, spell(qh.type), spell(kh.type), spell(vh.type),
+                               qh.name, kg.name, vg.name, spell(qh.type), spell(kg.type), spell(vg.type),
                                spell(qh.type), spell(lse)));
       context = fused[0];
       core = {qh, kh, vh, fused[1]};
     } else {
-      const Value kx = expand_kv(body, kh);
-      const Value vx = expand_kv(body, vh);
+      const Value kx = expand_kv(body, kg);
+      const Value vx = expand_kv(body, vg);
       const Value scores = body.convert(body.dot(qh, kx, {0, 1}, {0, 1}, {3}, {3}), "f32");
       const Value scaled = body.add(
           body.mul(scores,
                    body.like(scores, fmt::format("{:e}", 1.0 / std::sqrt(static_cast<double>(s_.d))))),
           body.like(scores, "0.000000e+00"));  // the causal mask, added
-      const Dims rows{s_.b, s_.a, s_.s, s_.s};
+      const Dims rows{s_.b, s_.a, s_.s, s_.sk};
       const Value max = body.reduce(scaled, {3}, "maximum");
       const Value e = body.unary("exponential", body.sub(scaled, body.broadcast(max, rows, {0, 1, 2})));
       const Value sum = body.reduce(e, {3}, "add");
@@ -1033,29 +1080,29 @@ class StageWriter {
     const Value dw_o = body.matmul(ctx, dh_all, 0, 0);
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
+    const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
     if (flash()) {
       const Value& out = saved[c];  // the attention's output
       const std::vector<Value> grads = body.ops(
-          {saved[3].type, saved[4].type, saved[5].type},
+          {saved[3].type, kg.type, vg.type},
           fmt::format(
               "stablehlo.custom_call @orrery.attention_backward({}, {}, {}, {}, {}, {}) {{backend_config = "
               "\"causal\"}} : ({}, {}, {}, {}, {}, {}) -> ({}, {}, {})",
-              saved[3].name, saved[4].name, saved[5].name, out.name, saved[6].name, dcontext.name,
-              spell(saved[3].type), spell(saved[4].type), spell(saved[5].type), spell(out.type),
-              spell(saved[6].type), spell(dcontext.type), spell(saved[3].type), spell(saved[4].type),
-              spell(saved[5].type)));
+              saved[3].name, kg.name, vg.name, out.name, saved[6].name, dcontext.name, spell(saved[3].type),
+              spell(kg.type), spell(vg.type), spell(out.type), spell(saved[6].type), spell(dcontext.type),
+              spell(saved[3].type), spell(kg.type), spell(vg.type)));
       dq = grads[0];
       dk = grads[1];
       dv = grads[2];
     } else {
       const Value &qh = saved[3], &probs = saved[6];
-      const Value kh = expand_kv(body, saved[4]);
-      const Value vh = expand_kv(body, saved[5]);
+      const Value kh = expand_kv(body, kg);
+      const Value vh = expand_kv(body, vg);
       const Value dprobs = body.dot(dcontext, vh, {0, 1}, {0, 1}, {3}, {3});
       const Value dvx = body.dot(probs, dcontext, {0, 1}, {0, 1}, {2}, {2});
       const Value pf = body.convert(probs, "f32");
       const Value dpf = body.convert(dprobs, "f32");
-      const Dims rows{s_.b, s_.a, s_.s, s_.s};
+      const Dims rows{s_.b, s_.a, s_.s, s_.sk};
       const Value row = body.reduce(body.mul(dpf, pf), {3}, "add");
       const Value dscores = body.mul(body.sub(dpf, body.broadcast(row, rows, {0, 1, 2})), pf);
       const Value ds = body.convert(
@@ -1066,6 +1113,7 @@ class StageWriter {
       dk = reduce_kv(body, body.dot(ds, qh, {0, 1}, {0, 1}, {2}, {2}));
       dv = reduce_kv(body, dvx);
     }
+    std::tie(dk, dv) = cp_scatter_kv(body, dk, dv);
     const Value dq_tokens = rope(body, from_heads(body, dq, s_.a), true);
     const Value dk_tokens = rope(body, from_heads(body, dk, s_.k), true);
     const Value dv_tokens = from_heads(body, dv, s_.k);
@@ -1222,7 +1270,7 @@ class StageWriter {
 
   std::string pairs() const {
     std::vector<std::string> rows;
-    for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(job_.dp) * job_.tp; ++i) {
+    for (std::uint64_t i = 0; i < static_cast<std::uint64_t>(job_.dp) * job_.cp * job_.tp; ++i) {
       rows.push_back(fmt::format("[{}, {}]", i, i));
     }
     return fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
@@ -1741,6 +1789,7 @@ void validate(const LlmJob& job) {
                                                             {"--dp", job.dp},
                                                             {"--tp", job.tp},
                                                             {"--pp", job.pp},
+                                                            {"--cp", job.cp},
                                                             {"--micro-batch", job.micro_batch},
                                                             {"--micro-batches", job.micro_batches},
                                                             {"--seq", job.seq}};
@@ -1766,9 +1815,11 @@ void validate(const LlmJob& job) {
         "--kv-heads {} is not a multiple of --tp {}: each tensor-parallel device holds whole kv heads",
         m.kv_heads, job.tp));
   }
-  if (job.sequence_parallel && (static_cast<std::uint64_t>(job.micro_batch) * job.seq) % job.tp != 0) {
-    fail(fmt::format("--sequence-parallel: the {} tokens of a microbatch are not a multiple of --tp {}",
-                     static_cast<std::uint64_t>(job.micro_batch) * job.seq, job.tp));
+  if (job.sequence_parallel &&
+      (static_cast<std::uint64_t>(job.micro_batch) * (job.seq / job.cp)) % job.tp != 0) {
+    fail(fmt::format("--sequence-parallel: the {} tokens of a microbatch{} are not a multiple of --tp {}",
+                     static_cast<std::uint64_t>(job.micro_batch) * (job.seq / job.cp),
+                     job.cp > 1 ? " on a device" : "", job.tp));
   }
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
@@ -1805,6 +1856,12 @@ void validate(const LlmJob& job) {
       fail(fmt::format("--capacity-factor {} must be positive (and at most 1e6)", job.capacity_factor));
     }
   }
+  if (job.cp > 1 && job.seq % (2 * job.cp) != 0) {
+    fail(fmt::format(
+        "--seq {} is not a multiple of 2 x --cp {}: context parallelism splits each sequence into 2 cp "
+        "chunks (two per device, balancing the causal mask)",
+        job.seq, job.cp));
+  }
   if (job.fsdp && job.zero) {
     fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");
   }
@@ -1816,14 +1873,14 @@ void validate(const LlmJob& job) {
         "--pp x --micro-batches: too many point-to-point channels (2 x pp x micro-batches must stay below "
         "1e9)");
   }
-  const std::uint64_t devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
+  const std::uint64_t devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   if (devices > (1U << 26)) {
-    fail(fmt::format("dp x tp x pp = {} devices; at most 2^26", devices));
+    fail(fmt::format("dp x cp x tp x pp = {} devices; at most 2^26", devices));
   }
   // Every tensor the writer forms must have dimensions and a byte size the frontend accepts.
   const Shape s = shape_of(job);
   const double largest = static_cast<double>(s.b) * static_cast<double>(s.a) * static_cast<double>(s.s) *
-                         static_cast<double>(s.s) * 4.0;
+                         static_cast<double>(s.sk) * 4.0;
   const double logits = static_cast<double>(s.n) * static_cast<double>(s.v) * 4.0;
   if (std::max(largest, logits) > std::ldexp(1.0, 56)) {
     fail("the attention scores or logits of one microbatch exceed 2^56 bytes: lower --micro-batch or --seq");
@@ -1866,7 +1923,7 @@ LlmFacts facts(const LlmJob& job) {
   LlmFacts out;
   out.parameters = m.layers * layer + 2 * vocab + m.hidden;
   out.active_parameters = m.layers * (attention + active_mlp + 2ULL * m.hidden) + 2 * vocab + m.hidden;
-  out.devices = static_cast<std::uint64_t>(job.dp) * job.tp * job.pp;
+  out.devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
   out.tokens_per_step = out.global_batch * job.seq;
   // Per token: 2 FLOPs per multiply-add of every matmul (layers and LM head; the embedding is a
@@ -1904,16 +1961,16 @@ std::string stage_program(const LlmJob& job, std::uint32_t stage) {
 std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options) {
   validate(job);
   const LlmFacts f = facts(job);
-  const std::uint64_t per_stage = static_cast<std::uint64_t>(job.dp) * job.tp;
+  const std::uint64_t per_stage = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp;
   const std::uint64_t per_node = std::min<std::uint64_t>(options.devices_per_node, f.devices);
   const std::uint64_t nodes = (f.devices + per_node - 1) / per_node;
   std::string text = fmt::format(
       "# Generated by `orrery generate llm` (docs/generate.md): {} trained on {} devices\n"
-      "# (tp {} x dp {} x pp {}; global batch {} sequences of {} tokens, {} microbatches of {}).\n"
+      "# (tp {} x cp {} x dp {} x pp {}; global batch {} sequences of {} tokens, {} microbatches of {}).\n"
       "# {} parameters; {:.4g} model FLOPs per step (6 x matmul parameters x tokens plus attention).\n"
-      "# Ranks: tp fastest, then dp, then pp (Megatron's order); the network below is a default:\n"
-      "# edit it or override keys with --set.\n",
-      job.model.name, f.devices, job.tp, job.dp, job.pp, f.global_batch, job.seq, job.micro_batches,
+      "# Ranks: tp fastest, then cp, then dp, then pp (Megatron's order); the network below is a\n"
+      "# default: edit it or override keys with --set.\n",
+      job.model.name, f.devices, job.tp, job.cp, job.dp, job.pp, f.global_batch, job.seq, job.micro_batches,
       job.micro_batch, f.parameters, f.model_flops);
   text += fmt::format(
       "hardware: {}\nsystem:\n  devices_per_node: {}\n  scale_up: {{bandwidth_GBps: 450, latency_ns: 500}}\n"

@@ -58,6 +58,9 @@ struct LlmJob {
   std::uint32_t dp = 1;             // data-parallel replicas
   std::uint32_t tp = 1;             // tensor-parallel degree (within a stage)
   std::uint32_t pp = 1;             // pipeline stages
+  // Context parallelism (Llama 3's all-gather form): each sequence's tokens split over cp devices,
+  // which all-gather the keys and values of every layer's attention.
+  std::uint32_t cp = 1;
   std::uint32_t micro_batch = 1;    // sequences per microbatch per data-parallel replica
   std::uint32_t micro_batches = 1;  // microbatches per step (gradient accumulation)
   std::uint32_t seq = 2048;         // sequence length
@@ -105,7 +108,7 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // above 2^56 bytes, or too many point-to-point channels; for mixture-of-experts models, a top-k
 // outside 1..experts, experts or dp not multiples of ep, ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
-// ZeRO-1.
+// ZeRO-1; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
 // Layers of each stage: as even as possible, the first stages taking one more when they do not
@@ -115,7 +118,7 @@ std::vector<std::uint32_t> stage_layers(const LlmJob& job);
 struct LlmFacts {
   std::uint64_t parameters = 0;       // whole model
   std::uint64_t active_parameters = 0;  // used per token (mixture of experts: top_k of the experts)
-  std::uint64_t devices = 0;          // dp * tp * pp
+  std::uint64_t devices = 0;            // dp * cp * tp * pp
   std::uint64_t tokens_per_step = 0;  // global batch in tokens
   std::uint64_t global_batch = 0;     // sequences per step
   // Model FLOPs of one step (forward and backward, matmuls and attention, counted as 2 per
@@ -136,7 +139,7 @@ struct ScenarioOptions {
 };
 // The scenario that runs the stages: the hardware preset, DGX-like nodes on an NVSwitch, one
 // NIC per GPU on a two-tier fat-tree rail per NIC, the programs with their global ranks
-// (tp fastest, then dp, then pp, as Megatron orders them).
+// (tp fastest, then cp, then dp, then pp, as Megatron orders them).
 std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options);
 
 }  // namespace orrery::frontend::generate
