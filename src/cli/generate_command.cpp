@@ -164,6 +164,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--schedule", a->schedule, "Pipeline schedule: 1f1b or gpipe")
       ->check(CLI::IsMember({"1f1b", "gpipe"}))
       ->capture_default_str();
+  llm->add_option("--virtual-stages", a->job.virtual_stages,
+                  "Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline stages)")
+      ->capture_default_str();
   llm->add_option("--recompute", a->recompute, "Activation recomputation: none or full")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();

@@ -186,6 +186,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.tp = c.tp;
     job.pp = c.pp;
     job.cp = c.cp;
+    job.virtual_stages = c.virtual_stages;
     job.dp = c.dp;
     job.micro_batch = c.micro_batch;
     job.micro_batches = c.micro_batches;

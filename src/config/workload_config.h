@@ -127,6 +127,7 @@ struct LlmWorkloadConfig {
   std::uint32_t micro_batches = 1;
   std::uint32_t seq = 2048;
   LlmScheduleConfig schedule = LlmScheduleConfig::kOneFOneB;
+  std::uint32_t virtual_stages = 1;
   LlmRecomputeConfig recompute = LlmRecomputeConfig::kNone;
   LlmAttentionConfig attention = LlmAttentionConfig::kFlash;
   bool sequence_parallel = false;
@@ -162,6 +163,7 @@ struct LlmWorkloadConfig {
     v("micro_batches", micro_batches, "Microbatches per step.", at_least(1));
     v("seq", seq, "Sequence length.", at_least(1));
     v("schedule", schedule, "Pipeline schedule.");
+    v("virtual_stages", virtual_stages, "Interleaved 1F1B: model chunks per pipeline stage.", at_least(1));
     v("recompute", recompute, "Activation recomputation.");
     v("attention", attention, "flash: one fused kernel each way; naive: scores materialised.");
     v("sequence_parallel", sequence_parallel, "Megatron's sequence parallelism (with tp > 1).");

@@ -150,6 +150,31 @@ TEST(GenerateLlm, LayersSplitAsEvenlyAsPossibleFirstStagesTakingTheRest) {
   EXPECT_EQ(f.stage_parameters, (std::vector<std::uint64_t>{3 * layer + 25 * 64, 2 * layer + 64 + 64 * 25}));
 }
 
+TEST(GenerateLlm, InterleavedStagesHoldEveryPpthChunk) {
+  LlmJob job = tiny();
+  job.model.layers = 7;
+  job.pp = 3;
+  job.virtual_stages = 2;
+  job.micro_batches = 6;
+  // 7 layers over 6 virtual stages: the first takes two. Stage s holds virtual stages s and s + 3.
+  EXPECT_EQ(virtual_stage_layers(job), (std::vector<std::uint32_t>{2, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{3, 2, 2}));
+  const std::string stage0 = stage_program(job, 0);
+  for (const char* layer : {"%layer0_wqkv", "%layer1_wqkv", "%layer4_wqkv", "%embedding"}) {
+    EXPECT_NE(stage0.find(layer), std::string::npos) << layer;
+  }
+  EXPECT_EQ(stage0.find("%layer2_wqkv"), std::string::npos);
+  EXPECT_EQ(stage0.find("%lm_head"), std::string::npos);
+  const std::string stage2 = stage_program(job, 2);
+  for (const char* layer : {"%layer3_wqkv", "%layer6_wqkv", "%lm_head"}) {
+    EXPECT_NE(stage2.find(layer), std::string::npos) << layer;
+  }
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    EXPECT_EQ(stablehlo::testing::parse(stage_program(job, stage)).size(), 1U) << stage;
+  }
+  EXPECT_EQ(facts(job).stage_parameters.size(), 3U);
+}
+
 TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   auto refused = [](LlmJob job, const std::string& message) {
     try {
@@ -222,6 +247,19 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job = tiny();  // sequence 16
   job.cp = 3;
   refused(job, "--seq 16 is not a multiple of 2 x --cp 3");
+  job = tiny();  // 5 layers, 3 microbatches
+  job.virtual_stages = 2;
+  refused(job, "--virtual-stages 2 needs --pp 2 or more");
+  job.pp = 2;
+  refused(job, "--micro-batches 3 is not a multiple of --pp 2");
+  job.micro_batches = 4;
+  job.virtual_stages = 3;
+  refused(job, "--pp 2 x --virtual-stages 3 is more model chunks than the model's 5 layers");
+  job.virtual_stages = 2;
+  job.schedule = PipelineSchedule::kGPipe;
+  refused(job, "interleaving is a 1F1B schedule");
+  job.schedule = PipelineSchedule::kOneFOneB;
+  EXPECT_NO_THROW(validate(job));
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
-# recomputation fewer still, at a compute cost; a mixture-of-experts job routes its tokens to
+# recomputation fewer still, at a compute cost, and interleaving (virtual stages) idles less and
+# stashes more; a mixture-of-experts job routes its tokens to
 # experts spread over expert-parallel groups by all-to-all (expert GEMM FLOPs, all-to-alls and
 # their bytes, the experts' own reduction groups and ZeRO-1 shards as the closed forms, -np 1 =
 # -np 2); generating twice gives the same files; and each bad request ends with a message and
@@ -54,6 +55,7 @@ cmp -s "$work/flash/scenario.yaml" "$work/again/scenario.yaml" || fail "generati
 pipe=(--layers 8 --hidden 128 --heads 2 --ffn 256 --vocab 256 --seq 1024 --micro-batch 4 --pp 4)
 gen onef "${pipe[@]}" --micro-batches 8
 gen onef16 "${pipe[@]}" --micro-batches 16
+gen interleaved "${pipe[@]}" --micro-batches 8 --virtual-stages 2
 gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
 gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
@@ -88,7 +90,12 @@ run seqpar seqpar
 run seqpar seqpar_np2 2
 run zerobuckets zerobuckets
 run zerobuckets zerobuckets_np2 2
-for name in onef onef16 gpipe recompute pipe_tp pipe_sp; do run "$name" "$name"; done
+for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved; do run "$name" "$name"; done
+run interleaved interleaved_np2 2
+for s in 0 1 2 3; do
+  "$orrery" inspect "$work/interleaved/stage_$s.mlir" --json > "$work/interleaved.inspect$s.json" ||
+    fail "inspect interleaved stage $s"
+done
 run preset preset
 run preset preset_np2 2
 run moe moe
@@ -157,6 +164,8 @@ expect "workload.llm capacity factor" 2 "workload.llm.capacity_factor" -- \
   --set workload.llm.capacity_factor=0
 expect "context parallelism over a sequence 2 cp does not divide" 2 \
   "--seq 100 is not a multiple of 2 x --cp 4" -- "$orrery" generate llm --model llama3-8b --seq 100 --cp 4 --out "$work/bad"
+expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
+  "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
   "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \

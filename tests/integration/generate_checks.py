@@ -284,6 +284,25 @@ assert stash(gpipe) > 1.5 * stash(onef), (stash(gpipe), stash(onef))
 assert stash(gpipe, 3) > 3 * stash(onef, 3), (stash(gpipe, 3), stash(onef, 3))
 assert stash(recompute) < 0.5 * stash(onef), (stash(recompute), stash(onef))
 assert recompute["compute_s"] > 1.2 * onef["compute_s"], (recompute["compute_s"], onef["compute_s"])
+# Interleaved 1F1B (2 chunks per stage, 8 layers over 8 virtual stages): the same compute as 1F1B
+# (two layers per stage either way), less idle time in the bubble (Megatron: (pp - 1) / v fill and
+# drain instead of pp - 1), more stashed on stage 0 (its warm-up runs 2 (pp - 1) + (v - 1) pp
+# chunk-units: 10 half-microbatches instead of 4 whole ones in flight); each chunk receives and
+# sends each microbatch's activations and gradients (the first virtual stage has no input and no
+# gradient to send back, the last none to send forward).
+interleaved = load("interleaved.summary")
+assert interleaved["compute_s"] == onef["compute_s"], (interleaved["compute_s"], onef["compute_s"])
+assert interleaved["idle_s"] < 0.7 * onef["idle_s"], (interleaved["idle_s"], onef["idle_s"])
+assert interleaved["step_time_s"] < onef["step_time_s"]
+assert stash(interleaved) > 1.2 * stash(onef), (stash(interleaved), stash(onef))
+for s in range(4):
+    comm = load(f"interleaved.inspect{s}")["collectives"]
+    ends = (1 if s == 0 else 0) + (1 if s == 3 else 0)
+    assert comm["send"]["count"] == comm["recv"]["count"] == 8 * (4 - ends), (s, comm)
+for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
+    assert interleaved[key] == load("interleaved_np2.summary")[key], key
+print(f"ok   interleaved 1F1B: idle {interleaved['idle_s'] * 1e3:.3f} ms against {onef['idle_s'] * 1e3:.3f} ms, "
+      f"stage-0 stash {stash(interleaved) / 2**20:.1f} MiB against {stash(onef) / 2**20:.1f} MiB; -np 1 = -np 2")
 pipe_tp, pipe_sp = load("pipe_tp.summary"), load("pipe_sp.summary")
 assert stash(pipe_sp) < 0.9 * stash(pipe_tp), (stash(pipe_sp), stash(pipe_tp))
 # The pipeline bubble: stages wait while the pipeline fills and drains.

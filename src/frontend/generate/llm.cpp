@@ -587,7 +587,11 @@ class StageWriter {
         job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
         job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
         job_.tp, job_.cp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
-        job_.schedule == PipelineSchedule::kOneFOneB ? "1F1B" : "GPipe", flash() ? "flash" : "naive",
+        job_.schedule == PipelineSchedule::kGPipe
+            ? "GPipe"
+            : (job_.virtual_stages > 1 ? fmt::format("interleaved 1F1B ({} chunks)", job_.virtual_stages)
+                                       : "1F1B"),
+        flash() ? "flash" : "naive",
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
                                  : "") +
@@ -1251,9 +1255,11 @@ class StageWriter {
     if (first_) {
       out.push_back({"embedding", {s_.v, s_.h}});
     }
-    for (std::uint32_t l = 0; l < layers_; ++l) {
-      for (const Param& p : layer_params(s_)) {
-        out.push_back({fmt::format("layer{}_{}", first_layer_ + l, p.name), p.dims, p.holder});
+    for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
+      for (std::uint32_t l = 0; l < chunk_layers_[c]; ++l) {
+        for (const Param& p : layer_params(s_)) {
+          out.push_back({fmt::format("layer{}_{}", chunk_first_layer_[c] + l, p.name), p.dims, p.holder});
+        }
       }
     }
     if (last_) {
@@ -1264,7 +1270,7 @@ class StageWriter {
   }
 
   std::uint64_t p2p_handle(std::uint32_t from_stage, bool backward, std::uint32_t micro) const {
-    // One channel per stage boundary, direction and microbatch.
+    // One channel per (virtual) stage boundary, direction and microbatch.
     return 1 + (static_cast<std::uint64_t>(from_stage) * 2 + (backward ? 1 : 0)) * job_.micro_batches + micro;
   }
 
@@ -1503,17 +1509,20 @@ class StageWriter {
       backward_results.push_back(Type{p.dims, "bf16"});
     }
 
-    auto forward = [&](std::uint32_t m) {
+    // One unit of the schedule: microbatch m through model chunk c (virtual stage c x pp + stage).
+    const std::uint32_t virtual_count = job_.pp * job_.virtual_stages;
+    auto forward = [&](std::uint32_t m, std::uint32_t c) {
+      const std::uint32_t vs = c * job_.pp + stage_;
       Value x;
-      if (first_) {
+      if (vs == 0) {
         const Value ids = after(body, micro_ids(tokens, m), prior);
         x = body.call("embed", {whole({0}, prior)[0], ids}, {local()})[0];
       } else {
-        x = after(body, recv(body, local(), p2p_handle(stage_ - 1, false, m)), prior);
+        x = after(body, recv(body, local(), p2p_handle(vs - 1, false, m)), prior);
       }
       stash[m].resize(layers_);
       std::optional<Value> trigger = prior;  // the previous layer's input
-      for (std::uint32_t l = 0; l < layers_; ++l) {
+      for (std::uint32_t l = chunk_local_base_[c]; l < chunk_local_base_[c] + chunk_layers_[c]; ++l) {
         std::vector<Value> args{x};
         const auto w = whole(layer_unit(l), trigger);
         trigger = x;
@@ -1526,7 +1535,7 @@ class StageWriter {
         }
         x = results[0];
       }
-      if (last_) {
+      if (vs + 1 == virtual_count) {
         std::vector<Type> types{Type{{}, "f32"}};
         for (const Type& t : head_saved_types()) {
           types.push_back(t);
@@ -1537,14 +1546,15 @@ class StageWriter {
         head_stash[m] = {head[1], head[2], head[3], x};
         prior = head[0];
       } else {
-        send(body, x, p2p_handle(stage_, false, m));
+        send(body, x, p2p_handle(vs, false, m));
         prior = x;
       }
     };
 
-    auto backward = [&](std::uint32_t m) {
+    auto backward = [&](std::uint32_t m, std::uint32_t c) {
+      const std::uint32_t vs = c * job_.pp + stage_;
       Value dy;
-      if (last_) {
+      if (vs + 1 == virtual_count) {
         std::vector<Value> args = head_stash[m];
         args[0] = after(body, args[0], prior);
         const auto hw = whole(head_unit, prior);
@@ -1555,10 +1565,10 @@ class StageWriter {
         dy = head[0];
         reduce_unit(head_unit, {head[1], head[2]});
       } else {
-        dy = after(body, recv(body, local(), p2p_handle(stage_, true, m)), prior);
+        dy = after(body, recv(body, local(), p2p_handle(vs, true, m)), prior);
       }
       std::optional<Value> trigger = prior;  // the gradient into the layer above
-      for (std::uint32_t i = layers_; i-- > 0;) {
+      for (std::uint32_t i = chunk_local_base_[c] + chunk_layers_[c]; i-- > chunk_local_base_[c];) {
         const auto w = whole(layer_unit(i), trigger);
         trigger = dy;
         std::vector<Value> saved = stash[m][i];
@@ -1577,28 +1587,58 @@ class StageWriter {
         reduce_unit(layer_unit(i), std::vector<Value>(results.begin() + 1, results.end()));
         stash[m][i].clear();
       }
-      if (first_) {
+      if (vs == 0) {
         reduce_unit({0}, {body.call("embed_backward", {dy, micro_ids(tokens, m)}, {table_type()})[0]});
       } else {
-        send(body, dy, p2p_handle(stage_ - 1, true, m));
+        send(body, dy, p2p_handle(vs - 1, true, m));
       }
       prior = dy;
     };
 
-    // The schedule.
-    const std::uint32_t warmup = job_.schedule == PipelineSchedule::kGPipe
-                                     ? job_.micro_batches
-                                     : std::min<std::uint32_t>(job_.pp - stage_ - 1, job_.micro_batches);
+    // The schedule: `warmup` forward units, then one forward and one backward alternately, then
+    // the remaining backward units. Unit k of a direction is (microbatch, chunk); without
+    // interleaving every unit is chunk 0 and microbatch k. Interleaved (Megatron's schedule,
+    // Narayanan et al. 2021): the microbatches go in groups of pp, each group through chunk 0,
+    // then chunk 1, ... forward and through the last chunk first backward; the warm-up is
+    // 2 (pp - stage - 1) + (v - 1) pp units, or every unit when there are only pp microbatches.
+    const std::uint32_t v = job_.virtual_stages;
+    const std::uint32_t total = job_.micro_batches * v;
+    std::uint32_t warmup = 0;
+    if (job_.schedule == PipelineSchedule::kGPipe) {
+      warmup = total;
+    } else if (v == 1) {
+      warmup = std::min<std::uint32_t>(job_.pp - stage_ - 1, total);
+    } else {
+      warmup = job_.micro_batches == job_.pp
+                   ? total
+                   : std::min<std::uint32_t>(2 * (job_.pp - stage_ - 1) + (v - 1) * job_.pp, total);
+    }
+    auto micro_of = [&](std::uint32_t k) { return (k / (job_.pp * v)) * job_.pp + k % job_.pp; };
+    auto chunk_of = [&](std::uint32_t k) { return v == 1 ? 0 : (k / job_.pp) % v; };
+    auto forward_unit = [&](std::uint32_t k) {
+      if (v == 1) {
+        forward(k, 0);
+      } else {
+        forward(micro_of(k), chunk_of(k));
+      }
+    };
+    auto backward_unit = [&](std::uint32_t k) {
+      if (v == 1) {
+        backward(k, 0);
+      } else {
+        backward(micro_of(k), v - 1 - chunk_of(k));
+      }
+    };
     std::uint32_t next_forward = 0;
     std::uint32_t next_backward = 0;
     for (; next_forward < warmup; ++next_forward) {
-      forward(next_forward);
+      forward_unit(next_forward);
     }
-    while (next_backward < job_.micro_batches) {
-      if (next_forward < job_.micro_batches) {
-        forward(next_forward++);
+    while (next_backward < total) {
+      if (next_forward < total) {
+        forward_unit(next_forward++);
       }
-      backward(next_backward++);
+      backward_unit(next_backward++);
     }
 
     // Sequence parallelism: each device's gradients of the norm weights (and of the router) cover
@@ -1697,15 +1737,38 @@ class StageWriter {
   std::uint32_t stage_;
   bool first_;
   bool last_;
-  std::uint32_t layers_ = stage_layers(job_)[stage_];
-  std::uint32_t first_layer_ = [this] {
-    std::uint32_t sum = 0;
-    const auto layers = stage_layers(job_);
-    for (std::uint32_t i = 0; i < stage_; ++i) {
-      sum += layers[i];
+  // The stage's model chunks (one, or `virtual_stages` interleaved): chunk c is virtual stage
+  // c x pp + stage; its layers, the model's first layer it holds, and its first local layer.
+  std::vector<std::uint32_t> chunk_layers_ = [this] {
+    const auto virtual_layers = virtual_stage_layers(job_);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
+      out.push_back(virtual_layers[c * job_.pp + stage_]);
     }
-    return sum;
+    return out;
   }();
+  std::vector<std::uint32_t> chunk_first_layer_ = [this] {
+    const auto virtual_layers = virtual_stage_layers(job_);
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
+      std::uint32_t sum = 0;
+      for (std::uint32_t i = 0; i < c * job_.pp + stage_; ++i) {
+        sum += virtual_layers[i];
+      }
+      out.push_back(sum);
+    }
+    return out;
+  }();
+  std::vector<std::uint32_t> chunk_local_base_ = [this] {
+    std::vector<std::uint32_t> out;
+    std::uint32_t sum = 0;
+    for (const std::uint32_t n : chunk_layers_) {
+      out.push_back(sum);
+      sum += n;
+    }
+    return out;
+  }();
+  std::uint32_t layers_ = stage_layers(job_)[stage_];  // over all its chunks
   std::uint64_t next_handle_ = 0;
   std::size_t layer_param_count_ = layer_params(s_).size();
 };
@@ -1790,6 +1853,7 @@ void validate(const LlmJob& job) {
                                                             {"--tp", job.tp},
                                                             {"--pp", job.pp},
                                                             {"--cp", job.cp},
+                                                            {"--virtual-stages", job.virtual_stages},
                                                             {"--micro-batch", job.micro_batch},
                                                             {"--micro-batches", job.micro_batches},
                                                             {"--seq", job.seq}};
@@ -1868,10 +1932,29 @@ void validate(const LlmJob& job) {
   if (job.pp > m.layers) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));
   }
-  if (2ULL * job.pp * job.micro_batches >= 1'000'000'000ULL) {
+  if (job.virtual_stages > 1) {
+    if (job.schedule == PipelineSchedule::kGPipe) {
+      fail("--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe");
+    }
+    if (job.pp < 2) {
+      fail(fmt::format("--virtual-stages {} needs --pp 2 or more", job.virtual_stages));
+    }
+    if (job.micro_batches % job.pp != 0) {
+      fail(fmt::format(
+          "--virtual-stages: --micro-batches {} is not a multiple of --pp {} (Megatron's interleaved "
+          "schedule runs the microbatches in groups of pp)",
+          job.micro_batches, job.pp));
+    }
+    if (static_cast<std::uint64_t>(job.pp) * job.virtual_stages > m.layers) {
+      fail(fmt::format("--pp {} x --virtual-stages {} is more model chunks than the model's {} layers",
+                       job.pp, job.virtual_stages, m.layers));
+    }
+  }
+  if (2ULL * job.pp * job.virtual_stages * job.micro_batches >= 1'000'000'000ULL) {
     fail(
-        "--pp x --micro-batches: too many point-to-point channels (2 x pp x micro-batches must stay below "
-        "1e9)");
+        "--pp x --virtual-stages x --micro-batches: too many point-to-point channels (2 x pp x virtual "
+        "stages x "
+        "micro-batches must stay below 1e9)");
   }
   const std::uint64_t devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   if (devices > (1U << 26)) {
@@ -1901,10 +1984,20 @@ void validate(const LlmJob& job) {
   }
 }
 
-std::vector<std::uint32_t> stage_layers(const LlmJob& job) {
-  std::vector<std::uint32_t> layers(job.pp, job.model.layers / job.pp);
-  for (std::uint32_t i = 0; i < job.model.layers % job.pp; ++i) {
+std::vector<std::uint32_t> virtual_stage_layers(const LlmJob& job) {
+  const std::uint32_t stages = job.pp * job.virtual_stages;
+  std::vector<std::uint32_t> layers(stages, job.model.layers / stages);
+  for (std::uint32_t i = 0; i < job.model.layers % stages; ++i) {
     ++layers[i];
+  }
+  return layers;
+}
+
+std::vector<std::uint32_t> stage_layers(const LlmJob& job) {
+  const std::vector<std::uint32_t> virtual_layers = virtual_stage_layers(job);
+  std::vector<std::uint32_t> layers(job.pp, 0);
+  for (std::size_t i = 0; i < virtual_layers.size(); ++i) {
+    layers[i % job.pp] += virtual_layers[i];
   }
   return layers;
 }

@@ -65,6 +65,9 @@ struct LlmJob {
   std::uint32_t micro_batches = 1;  // microbatches per step (gradient accumulation)
   std::uint32_t seq = 2048;         // sequence length
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  // Interleaved 1F1B (Megatron's virtual pipeline stages): each stage holds this many model
+  // chunks, chunk c being virtual stage c x pp + stage of pp x virtual_stages.
+  std::uint32_t virtual_stages = 1;
   Recompute recompute = Recompute::kNone;
   Attention attention = Attention::kFlash;
   bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
@@ -108,11 +111,14 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // above 2^56 bytes, or too many point-to-point channels; for mixture-of-experts models, a top-k
 // outside 1..experts, experts or dp not multiples of ep, ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
-// ZeRO-1; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
+// ZeRO-1; virtual stages with GPipe, with one stage, with microbatches that pp does not divide or
+// with fewer layers than virtual stages; a sequence that 2 x cp does not divide (the load-balanced split into
+// 2 cp chunks).
 void validate(const LlmJob& job);
 
-// Layers of each stage: as even as possible, the first stages taking one more when they do not
-// divide.
+// Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
+// taking one more when they do not divide; and of each stage (the sum over its chunks).
+std::vector<std::uint32_t> virtual_stage_layers(const LlmJob& job);
 std::vector<std::uint32_t> stage_layers(const LlmJob& job);
 
 struct LlmFacts {
