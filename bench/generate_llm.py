@@ -29,6 +29,21 @@ CASES = [
     ("llama3-405b, tp 8 x pp 16 x dp 64, 8,192 GPUs", ["--model", "llama3-405b", "--tp", "8", "--pp", "16",
                                                        "--dp", "64", "--micro-batches", "16", "--seq", "8192"],
      [], 1),
+    ("llama3-70b as the second row, interleaved 1F1B (2 chunks per stage)",
+     ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16", "--micro-batches", "32", "--seq", "4096",
+      "--virtual-stages", "2"], [], 1),
+    ("llama3-8b, 32K context, tp 8 x cp 4 x dp 32, 1,024 GPUs",
+     ["--model", "llama3-8b", "--tp", "8", "--cp", "4", "--dp", "32", "--micro-batches", "2", "--seq", "32768"],
+     [], 1),
+    ("llama3-8b, ZeRO-1 dp 256, 256 GPUs", ["--model", "llama3-8b", "--dp", "256", "--distributed-optimizer",
+                                            "--seq", "8192"], [], 1),
+    ("llama3-8b, FSDP dp 256, 256 GPUs", ["--model", "llama3-8b", "--dp", "256", "--fsdp", "--seq", "8192"], [], 1),
+    ("mixtral-8x7b, tp 2 (SP) x pp 4 x dp 32, ep 8, 256 GPUs",
+     ["--model", "mixtral-8x7b", "--tp", "2", "--sequence-parallel", "--pp", "4", "--dp", "32", "--ep", "8",
+      "--micro-batches", "16", "--seq", "4096"], [], 1),
+    ("mixtral-8x22b, tp 8 (SP) x pp 8 (2 chunks) x dp 16 (ZeRO-1), ep 8, 1,024 GPUs",
+     ["--model", "mixtral-8x22b", "--tp", "8", "--sequence-parallel", "--pp", "8", "--virtual-stages", "2",
+      "--dp", "16", "--ep", "8", "--micro-batches", "32", "--seq", "4096", "--distributed-optimizer"], [], 1),
 ]
 
 
