@@ -32,6 +32,7 @@ struct GenerateArguments {
   bool json = false;
   bool zero = false;
   bool fsdp = false;
+  bool fp8 = false;
   bool sequence_parallel = false;
 };
 
@@ -51,6 +52,7 @@ int generate_llm(GenerateArguments& a) {
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
   job.zero = a.zero;
   job.fsdp = a.fsdp;
+  job.fp8 = a.fp8;
   job.sequence_parallel = a.sequence_parallel;
   gen::validate(job);
 
@@ -195,6 +197,8 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--sequence-parallel", a->sequence_parallel,
                 "Megatron's sequence parallelism: norms, residuals and pipeline transfers hold 1/tp of the "
                 "tokens; reduce-scatter and all-gather instead of all-reduce");
+  llm->add_flag("--fp8", a->fp8,
+                "FP8 linear layers (Transformer Engine's current scaling: E4M3 forward, E5M2 gradients)");
   llm->add_flag("--json", a->json, "Print what was generated as JSON");
   return [a]() { return generate_llm(*a); };
 }

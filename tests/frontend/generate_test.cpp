@@ -36,6 +36,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.grads_in_bf16 = (bits % 3) == 0;
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
     job.cp = (bits % 7) < 3 ? 2 : 1;
+    job.fp8 = (bits % 4) == 1;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const std::string text = stage_program(job, stage);
       const auto modules = stablehlo::testing::parse(text);
@@ -70,6 +71,7 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.recompute = (bits & 64) != 0 ? Recompute::kFull : Recompute::kNone;
     job.capacity_factor = (bits % 5 == 0) ? 0.7 : ((bits % 5 == 1) ? 1.3 : 1.0);
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
+    job.fp8 = (bits % 3) == 1;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const auto modules = stablehlo::testing::parse(stage_program(job, stage));
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;

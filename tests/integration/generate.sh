@@ -5,7 +5,8 @@
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
 # state and reduce-scatters and all-gathers instead of all-reducing; FSDP keeps 1/dp of the
 # weights too, gathering each unit before each use and reduce-scattering its gradients; context
-# parallelism halves each device's tokens and all-gathers keys and values; sequence parallelism turns each
+# parallelism halves each device's tokens and all-gathers keys and values; FP8 linear layers read
+# one byte per operand element at the same FLOPs and shorten an 8B job's compute on H100; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
@@ -38,6 +39,7 @@ gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements
 gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 1
 gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
 gen cp "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+gen fp8 "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --fp8
 gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
 gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
@@ -61,8 +63,9 @@ gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
 gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
+gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp cp seqpar buckets onebucket zerobuckets moe moezero moecap; do
+for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -98,6 +101,9 @@ for s in 0 1 2 3; do
 done
 run preset preset
 run preset preset_np2 2
+run preset_fp8 preset_fp8
+run fp8 fp8_np2 2
+run fp8 fp8
 run moe moe
 run moe moe_np2 2
 run moezero moezero

@@ -188,6 +188,23 @@ for s, memory in enumerate(cp_summary["memory"]):
 print("ok   context parallelism: GEMM FLOPs, key/value all-gathers and reduce-scatters over the cp groups, "
       "reductions and arguments as the closed forms")
 
+# FP8 linear layers: the same GEMM FLOPs; the GEMMs read one byte instead of two per element of
+# every operand of the attention and MLP projections (forward, input gradient, weight gradient:
+# 1,097,728 elements per layer and microbatch here), the attention core and the LM head stay bf16.
+for s in range(pp):
+    bf16, f8 = load(f"flash.inspect{s}")["classes"]["gemm"], load(f"fp8.inspect{s}")["classes"]["gemm"]
+    assert f8["flops"] == bf16["flops"], (s, f8, bf16)
+    n, q, ad = B * S, (a + 2 * k) * D, a * D
+    forward = n * H + H * q + n * ad + ad * H + n * H + H * 2 * f + n * f + f * H
+    dgrad = n * q + H * q + n * H + ad * H + n * 2 * f + H * 2 * f + n * H + f * H
+    wgrad = n * H + n * q + n * ad + n * H + n * H + n * 2 * f + n * f + n * H
+    saved = (forward + dgrad + wgrad) * per_stage[s] * M
+    assert bf16["bytes_read"] - f8["bytes_read"] == saved, (s, bf16["bytes_read"] - f8["bytes_read"], saved)
+preset_fp8 = load("preset_fp8.summary")
+assert preset_fp8["compute_s"] < 0.95 * load("preset.summary")["compute_s"], preset_fp8["compute_s"]
+print(f"ok   FP8: the same GEMM FLOPs, one byte per linear-layer operand element; Llama 3 8B compute "
+      f"{preset_fp8['compute_s'] * 1e3:.1f} ms against {load('preset.summary')['compute_s'] * 1e3:.1f} ms in bf16")
+
 # Mixture of experts: 8 experts of FFN 512, 2 per token, dp 4 in expert-parallel groups of 2 (4
 # experts per device). With tp 2 and sequence parallelism each device routes its 64 of the 128
 # tokens: c = ceil(capacity x 64 x 2 / 8) slots per expert, E x c rows dispatched per device. Per
@@ -248,7 +265,7 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2")):
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("fp8", "fp8_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

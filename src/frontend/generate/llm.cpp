@@ -165,11 +165,11 @@ class Body {
   }
 
   // dot_general: result dims are the batch dims, then lhs's free dims, then rhs's (StableHLO's
-  // order); the result takes lhs's element type.
+  // order); the result takes lhs's element type unless `result` names one.
   Value dot(const Value& lhs, const Value& rhs, const std::vector<std::uint64_t>& lhs_batch,
             const std::vector<std::uint64_t>& rhs_batch, const std::vector<std::uint64_t>& lhs_contract,
-            const std::vector<std::uint64_t>& rhs_contract) {
-    Type type{{}, lhs.type.element};
+            const std::vector<std::uint64_t>& rhs_contract, const std::string& result = "") {
+    Type type{{}, result.empty() ? lhs.type.element : result};
     for (const std::uint64_t d : lhs_batch) {
       type.dims.push_back(lhs.type.dims[d]);
     }
@@ -450,20 +450,21 @@ struct Param {
   std::string name;
   Dims dims;
   Holder holder = Holder::kDense;
+  bool linear = false;  // a linear layer's weight: FP8 under --fp8
 };
 
 std::vector<Param> layer_params(const Shape& s) {
   std::vector<Param> params{{"attention_norm", {s.h}, Holder::kReplicated},
-                            {"wqkv", {s.h, s.q}},
-                            {"wo", {s.a * s.d, s.h}},
+                            {"wqkv", {s.h, s.q}, Holder::kDense, true},
+                            {"wo", {s.a * s.d, s.h}, Holder::kDense, true},
                             {"mlp_norm", {s.h}, Holder::kReplicated}};
   if (s.e == 0) {
-    params.push_back({"w_gate_up", {s.h, 2 * s.f}});
-    params.push_back({"w_down", {s.f, s.h}});
+    params.push_back({"w_gate_up", {s.h, 2 * s.f}, Holder::kDense, true});
+    params.push_back({"w_down", {s.f, s.h}, Holder::kDense, true});
   } else {
     params.push_back({"router", {s.h, s.e}, Holder::kReplicated});
-    params.push_back({"experts_gate_up", {s.el, s.h, 2 * s.fe}, Holder::kExpert});
-    params.push_back({"experts_down", {s.el, s.fe, s.h}, Holder::kExpert});
+    params.push_back({"experts_gate_up", {s.el, s.h, 2 * s.fe}, Holder::kExpert, true});
+    params.push_back({"experts_down", {s.el, s.fe, s.h}, Holder::kExpert, true});
   }
   return params;
 }
@@ -563,6 +564,9 @@ class StageWriter {
   std::string write() {
     std::string functions;
     functions += norm_forward_function();
+    if (fp8()) {
+      functions += norm_forward_function(true);
+    }
     functions += norm_backward_function();
     functions += layer_forward_function();
     functions += layer_backward_function();
@@ -595,7 +599,7 @@ class StageWriter {
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
                                  : "") +
-            (sp() ? ", sequence parallelism" : ""),
+            (sp() ? ", sequence parallelism" : "") + (fp8() ? ", FP8 linear layers" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c)
               : "",
@@ -628,7 +632,9 @@ class StageWriter {
   }
 
   // RMSNorm: (x, w) -> (out, rsqrt of the mean square per token).
-  std::string norm_forward_function() {
+  // With `cast`, the FP8 variant `rms_norm_fp8`: the output cast to E4M3 in the norm's kernel
+  // (Transformer Engine's fused norm and cast).
+  std::string norm_forward_function(bool cast = false) {
     Body body;
     const Value x{"%x", local()};
     const Value w{"%w", Type{{s_.h}, "bf16"}};
@@ -638,6 +644,9 @@ class StageWriter {
     const Value rs = body.unary("rsqrt", body.add(mean, body.like(mean, "1.000000e-05")));
     const Value xn = body.mul(xf, body.broadcast(rs, {rows(), s_.h}, {0}));
     const Value out = body.mul(body.convert(xn, "bf16"), body.broadcast(w, {rows(), s_.h}, {1}));
+    if (cast) {
+      return function_text("rms_norm_fp8", false, {x, w}, body, {cast8(body, out, kE4M3), rs});
+    }
     return function_text("rms_norm", false, {x, w}, body, {out, rs});
   }
 
@@ -698,6 +707,46 @@ class StageWriter {
     return body.convert(body.reduce(grouped, {2}, "add"), "bf16");
   }
 
+  // FP8 (Transformer Engine's delayed-scaling recipe, its default, with hybrid formats): the
+  // linear layers' GEMMs take FP8 operands — activations and weights in E4M3 forward, gradients
+  // in E5M2 backward — and write bf16 (cuBLASLt applies the scales in its epilogue). A cast scales
+  // by the factor the amax history gives (a constant here) and records the tensor's amax for the
+  // history in the same pass: a max reduction beside the convert, over the same input.
+  bool fp8() const { return job_.fp8; }
+  static constexpr const char* kE4M3 = "f8E4M3FN";
+  static constexpr const char* kE5M2 = "f8E5M2";
+  Value cast8(Body& body, const Value& x, const char* format) {
+    if (!fp8() || x.type.element == format) {
+      return x;
+    }
+    std::vector<std::uint64_t> all(x.type.dims.size());
+    for (std::size_t d = 0; d < all.size(); ++d) {
+      all[d] = d;
+    }
+    (void)body.reduce(body.convert(body.unary("abs", x), "f32"), all,
+                      "maximum");  // the amax, for the history
+    return body.convert(body.mul(x, body.like(x, "1.000000e+00")), format);
+  }
+  // A linear layer's GEMM (2-D operands, contracting lhs dim `lc` with rhs dim `rc`): bf16, or
+  // under FP8 with the operands cast to the given formats and a bf16 result.
+  Value linear(Body& body, const Value& lhs, const Value& rhs, std::uint64_t lc, std::uint64_t rc,
+               const char* lf, const char* rf) {
+    if (!fp8()) {
+      return body.matmul(lhs, rhs, lc, rc);
+    }
+    return body.dot(cast8(body, lhs, lf), cast8(body, rhs, rf), {}, {}, {lc}, {rc}, "bf16");
+  }
+  // The same for the experts' batched GEMMs (batch dimension 0 of both operands).
+  Value batched_linear(Body& body, const Value& lhs, const Value& rhs, std::uint64_t lc, std::uint64_t rc,
+                       const char* lf, const char* rf) {
+    if (!fp8()) {
+      return body.dot(lhs, rhs, {0}, {0}, {lc}, {rc});
+    }
+    return body.dot(cast8(body, lhs, lf), cast8(body, rhs, rf), {0}, {0}, {lc}, {rc}, "bf16");
+  }
+  // What a linear layer keeps of its input for its weight gradient: the input, or its FP8 cast.
+  Type kept(const Type& type) const { return fp8() ? Type{type.dims, kE4M3} : type; }
+
   // Context parallelism (Llama 3's all-gather form): each device holds seq / cp of every
   // sequence's tokens and attends from its queries over the whole sequence's keys and values,
   // all-gathered (k and v side by side, one all-gather) over the context-parallel group; backward
@@ -720,7 +769,8 @@ class StageWriter {
   std::vector<Value> layer_weights() const {
     std::vector<Value> weights;
     for (const Param& param : layer_params(s_)) {
-      weights.push_back(Value{"%" + param.name, Type{param.dims, "bf16"}});
+      // Under FP8 the linear layers take their weights' FP8 copies (cast by the caller).
+      weights.push_back(Value{"%" + param.name, Type{param.dims, fp8() && param.linear ? kE4M3 : "bf16"}});
     }
     return weights;
   }
@@ -819,7 +869,9 @@ class StageWriter {
   // x, rs1, n1, the attention core's, context, h (after the attention residual), rs2, n2, the
   // gate and up projections, the SwiGLU output.
   std::vector<Type> saved_types() const {
-    std::vector<Type> types{local(), local_stats(), local()};
+    // Under FP8 the linear layers keep their inputs' FP8 casts (the experts' router reads the
+    // bf16 norm output).
+    std::vector<Type> types{local(), local_stats(), kept(local())};
     for (const Type& t : attention_saved_types()) {
       types.push_back(t);
     }
@@ -827,12 +879,12 @@ class StageWriter {
     // reads, and the output projection's input is the same data; naive keeps the projection's
     // input (n, a * d).
     const Type context = flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : Type{{s_.n, s_.a * s_.d}, "bf16"};
-    for (const Type& t : {context, local(), local_stats(), local()}) {
+    for (const Type& t : {context, local(), local_stats(), moe() ? local() : kept(local())}) {
       types.push_back(t);
     }
     if (!moe()) {
       types.push_back(Type{{s_.n, 2 * s_.f}, "bf16"});
-      types.push_back(Type{{s_.n, s_.f}, "bf16"});
+      types.push_back(kept(Type{{s_.n, s_.f}, "bf16"}));
       return types;
     }
     for (const Type& t : moe_saved_types()) {
@@ -852,9 +904,9 @@ class StageWriter {
             Type{{slots(), 1}, "i32"},
             Type{{slots()}, "i32"},
             Type{{slots()}, "f32"},
-            Type{{s_.el, s_.t, s_.h}, "bf16"},
+            kept(Type{{s_.el, s_.t, s_.h}, "bf16"}),
             Type{{s_.el, s_.t, 2 * s_.fe}, "bf16"},
-            Type{{s_.el, s_.t, s_.fe}, "bf16"},
+            kept(Type{{s_.el, s_.t, s_.fe}, "bf16"}),
             Type{{slots(), s_.h}, "bf16"}};
   }
   // Slot rows in expert order (c per expert, experts in order) to the local experts' inputs
@@ -900,12 +952,12 @@ class StageWriter {
     const Value slot_ids = body.reshape(slot_token, {slots(), 1});
     const Value experts = body.splat(slot_expert.type, fmt::format("{}", s_.e));
     const Value slot_flat = body.add(body.mul(slot_token, experts), slot_expert);
-    const Value xe = to_experts(body, body.gather_rows(n2, slot_ids));
-    const Value gate_up = body.dot(xe, w[5], {0}, {0}, {2}, {1});
+    const Value xe = cast8(body, to_experts(body, body.gather_rows(n2, slot_ids)), kE4M3);
+    const Value gate_up = batched_linear(body, xe, w[5], 2, 1, kE4M3, kE4M3);
     const Value gate = body.slice(gate_up, 2, 0, s_.fe);
     const Value up = body.slice(gate_up, 2, s_.fe, 2 * s_.fe);
-    const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
-    const Value ye = body.dot(swiglu, w[6], {0}, {0}, {2}, {1});
+    const Value swiglu = cast8(body, body.mul(body.mul(gate, body.unary("logistic", gate)), up), kE4M3);
+    const Value ye = batched_linear(body, swiglu, w[6], 2, 1, kE4M3, kE4M3);
     const Value slot_out = from_experts(body, ye);
     const Value weighted =
         body.mul(slot_out, body.broadcast(body.convert(slot_weight, "bf16"), {slots(), s_.h}, {0}));
@@ -928,12 +980,12 @@ class StageWriter {
     const Value dslot_out =
         body.mul(dy_slots, body.broadcast(body.convert(slot_weight, "bf16"), {slots(), s_.h}, {0}));
     // The experts' backward.
-    const Value dye = to_experts(body, dslot_out);
-    const Value dswiglu = body.dot(dye, w[6], {0}, {0}, {2}, {2});
-    const Value dw_down = body.dot(swiglu, dye, {0}, {0}, {1}, {1});
-    const Value dgate_up = swiglu_backward(body, dswiglu, gate_up);
-    const Value dxe = body.dot(dgate_up, w[5], {0}, {0}, {2}, {2});
-    const Value dw_gate_up = body.dot(xe, dgate_up, {0}, {0}, {1}, {1});
+    const Value dye = cast8(body, to_experts(body, dslot_out), kE5M2);
+    const Value dswiglu = batched_linear(body, dye, w[6], 2, 2, kE5M2, kE4M3);
+    const Value dw_down = batched_linear(body, swiglu, dye, 1, 1, kE4M3, kE5M2);
+    const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
+    const Value dxe = batched_linear(body, dgate_up, w[5], 2, 2, kE5M2, kE4M3);
+    const Value dw_gate_up = batched_linear(body, xe, dgate_up, 1, 1, kE4M3, kE5M2);
     const Value dslot_in = from_experts(body, dxe);
     const Value dn2_experts =
         body.scatter_add(body.splat(Type{{s_.r, s_.h}, "bf16"}, "0.000000e+00"), slot_ids, dslot_in);
@@ -956,8 +1008,12 @@ class StageWriter {
     const Value x{"%x", local()};
     const std::vector<Value> w = layer_weights();
     // Attention.
-    const auto norm1 = body.call("rms_norm", {x, w[0]}, {local(), local_stats()});
-    const Value qkv = body.matmul(tp_gather(body, norm1[0]), w[1], 1, 0);
+    const auto norm1 =
+        body.call(fp8() ? "rms_norm_fp8" : "rms_norm", {x, w[0]}, {kept(local()), local_stats()});
+    // Under FP8 the norm writes its output in FP8 (before the sequence-parallel gather: an FP8
+    // gather), which is also what the backward pass keeps.
+    const Value n1 = norm1[0];
+    const Value qkv = linear(body, tp_gather(body, n1), w[1], 1, 0, kE4M3, kE4M3);
     const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
     const Value k = rope(
         body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}), false);
@@ -995,28 +1051,32 @@ class StageWriter {
       core = {qh, kh, vh, probs};
     }
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
-    const Value out = tp_reduce(body, body.matmul(ctx, w[2], 1, 0));
+    const Value out = tp_reduce(body, linear(body, ctx, w[2], 1, 0, kE4M3, kE4M3));
     const Value h = body.add(x, out);
     // SwiGLU MLP, or the experts.
-    const auto norm2 = body.call("rms_norm", {h, w[3]}, {local(), local_stats()});
+    // The experts' router reads the bf16 norm output; the dense MLP takes the FP8 one.
+    const bool cast_norm2 = fp8() && !moe();
+    const auto norm2 = body.call(cast_norm2 ? "rms_norm_fp8" : "rms_norm", {h, w[3]},
+                                 {cast_norm2 ? kept(local()) : local(), local_stats()});
     std::vector<Value> mlp_saved;
     Value mlp_out;
+    Value n2 = norm2[0];
     if (moe()) {
-      std::tie(mlp_out, mlp_saved) = moe_forward(body, norm2[0], w);
+      std::tie(mlp_out, mlp_saved) = moe_forward(body, n2, w);
     } else {
-      const Value gate_up = body.matmul(tp_gather(body, norm2[0]), w[4], 1, 0);
+      const Value gate_up = linear(body, tp_gather(body, n2), w[4], 1, 0, kE4M3, kE4M3);
       const Value gate = body.slice(gate_up, 1, 0, s_.f);
       const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
-      const Value swiglu = body.mul(body.mul(gate, body.unary("logistic", gate)), up);
-      mlp_out = tp_reduce(body, body.matmul(swiglu, w[5], 1, 0));
+      const Value swiglu = cast8(body, body.mul(body.mul(gate, body.unary("logistic", gate)), up), kE4M3);
+      mlp_out = tp_reduce(body, linear(body, swiglu, w[5], 1, 0, kE4M3, kE4M3));
       mlp_saved = {gate_up, swiglu};
     }
     const Value y = body.add(h, mlp_out);
     std::vector<Value> arguments{x};
     arguments.insert(arguments.end(), w.begin(), w.end());
-    std::vector<Value> results{y, x, norm1[1], norm1[0]};
+    std::vector<Value> results{y, x, norm1[1], n1};
     results.insert(results.end(), core.begin(), core.end());
-    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], norm2[0]});
+    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], n2});
     results.insert(results.end(), mlp_saved.begin(), mlp_saved.end());
     return function_text("layer_forward", false, arguments, body, results);
   }
@@ -1043,12 +1103,12 @@ class StageWriter {
   std::pair<Value, std::vector<Value>> dense_mlp_backward(Body& body, const Value& dy, const Value& n2,
                                                           const Value& gate_up, const Value& swiglu,
                                                           const std::vector<Value>& w) {
-    const Value dy_all = tp_gather(body, dy);
-    const Value dswiglu = body.matmul(dy_all, w[5], 1, 1);
-    const Value dw_down = body.matmul(swiglu, dy_all, 0, 0);
-    const Value dgate_up = swiglu_backward(body, dswiglu, gate_up);
-    const Value dn2 = tp_reduce(body, body.matmul(dgate_up, w[4], 1, 1));
-    const Value dw_gate_up = body.matmul(tp_gather(body, n2), dgate_up, 0, 0);
+    const Value dy_all = tp_gather(body, cast8(body, dy, kE5M2));
+    const Value dswiglu = linear(body, dy_all, w[5], 1, 1, kE5M2, kE4M3);
+    const Value dw_down = linear(body, swiglu, dy_all, 0, 0, kE4M3, kE5M2);
+    const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
+    const Value dn2 = tp_reduce(body, linear(body, dgate_up, w[4], 1, 1, kE5M2, kE4M3));
+    const Value dw_gate_up = linear(body, tp_gather(body, n2), dgate_up, 0, 0, kE4M3, kE5M2);
     return {dn2, {dw_gate_up, dw_down}};
   }
 
@@ -1079,9 +1139,9 @@ class StageWriter {
     const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dh = body.add(dy, norm2[0]);
     // Attention.
-    const Value dh_all = tp_gather(body, dh);
-    const Value dctx = body.matmul(dh_all, w[2], 1, 1);
-    const Value dw_o = body.matmul(ctx, dh_all, 0, 0);
+    const Value dh_all = tp_gather(body, cast8(body, dh, kE5M2));
+    const Value dctx = linear(body, dh_all, w[2], 1, 1, kE5M2, kE4M3);
+    const Value dw_o = linear(body, ctx, dh_all, 0, 0, kE4M3, kE5M2);
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
     const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
@@ -1125,8 +1185,9 @@ class StageWriter {
         {body.reshape(dq_tokens, {s_.n, s_.a * s_.d}), body.reshape(dk_tokens, {s_.n, s_.k * s_.d}),
          body.reshape(dv_tokens, {s_.n, s_.k * s_.d})},
         1);
-    const Value dn1 = tp_reduce(body, body.matmul(dqkv, w[1], 1, 1));
-    const Value dw_qkv = body.matmul(tp_gather(body, n1), dqkv, 0, 0);
+    const Value dqkv8 = cast8(body, dqkv, kE5M2);
+    const Value dn1 = tp_reduce(body, linear(body, dqkv8, w[1], 1, 1, kE5M2, kE4M3));
+    const Value dw_qkv = linear(body, tp_gather(body, n1), dqkv8, 0, 0, kE4M3, kE5M2);
     const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dx = body.add(dh, norm1[0]);
     std::vector<Value> arguments{dy};
@@ -1258,7 +1319,8 @@ class StageWriter {
     for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
       for (std::uint32_t l = 0; l < chunk_layers_[c]; ++l) {
         for (const Param& p : layer_params(s_)) {
-          out.push_back({fmt::format("layer{}_{}", chunk_first_layer_[c] + l, p.name), p.dims, p.holder});
+          out.push_back(
+              {fmt::format("layer{}_{}", chunk_first_layer_[c] + l, p.name), p.dims, p.holder, p.linear});
         }
       }
     }
@@ -1433,6 +1495,7 @@ class StageWriter {
       }
       return parts;
     };
+    std::vector<std::optional<Value>> fp8_weights(stage_params.size());
     auto whole = [&](const std::vector<std::size_t>& unit, const std::optional<Value>& trigger) {
       std::vector<Value> out(unit.size());
       for (const std::vector<std::size_t>& part : by_group(unit)) {
@@ -1459,6 +1522,23 @@ class StageWriter {
         const std::vector<Value> gathered = all_gather_shards(body, members, shards);
         for (std::size_t j = 0; j < part.size(); ++j) {
           out[part[j]] = gathered[j];
+        }
+      }
+      // FP8: the linear layers' weights are cast once per step, at their first use, and the FP8
+      // copies kept (Megatron's first-microbatch cast with Transformer Engine); gathered (FSDP)
+      // weights are cast after each gather.
+      for (std::size_t i = 0; i < unit.size() && fp8(); ++i) {
+        const std::size_t p = unit[i];
+        if (!stage_params[p].linear) {
+          continue;
+        }
+        if (weights_sharded(stage_params[p])) {
+          out[i] = cast8(body, out[i], kE4M3);
+        } else {
+          if (!fp8_weights[p]) {
+            fp8_weights[p] = cast8(body, out[i], kE4M3);
+          }
+          out[i] = *fp8_weights[p];
         }
       }
       return out;

@@ -71,6 +71,9 @@ struct LlmJob {
   Recompute recompute = Recompute::kNone;
   Attention attention = Attention::kFlash;
   bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
+  // FP8 linear layers (Transformer Engine's current scaling, E4M3 forward, E5M2 gradients): the
+  // GEMMs of the attention and MLP projections and of the experts take FP8 operands.
+  bool fp8 = false;
   // ZeRO-1 (Megatron's distributed optimizer): each data-parallel replica keeps and updates 1/dp of
   // the optimizer state; gradients are reduce-scattered and the updated weights all-gathered.
   bool zero = false;
