@@ -145,6 +145,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option(
       "--experts", a->dimensions.experts,
       "Mixture of experts: SwiGLU experts per layer (of width --ffn; default: the preset's, 0 dense)");
+  llm->add_option(
+      "--shared-ffn", a->dimensions.shared_ffn,
+      "Shared experts' inner width: a dense SwiGLU every token takes beside its routed experts (0: none)");
   llm->add_option("--top-k", a->dimensions.top_k, "Experts per token (default: the preset's, or 2)");
   llm->add_option("--ep", a->job.ep,
                   "Expert-parallel degree: experts spread over groups of this many data-parallel replicas")

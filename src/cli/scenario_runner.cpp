@@ -180,7 +180,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     gen::LlmJob job;
     job.model =
         gen::resolve_model(c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads,
-                                                        c.ffn, c.vocab, c.experts, c.top_k});
+                                                        c.ffn, c.vocab, c.experts, c.top_k, c.shared_ffn});
     job.ep = c.ep;
     job.capacity_factor = c.capacity_factor;
     job.tp = c.tp;

@@ -117,6 +117,7 @@ struct LlmWorkloadConfig {
   std::uint32_t vocab = 0;
   std::uint32_t experts = 0;
   std::uint32_t top_k = 0;
+  std::uint32_t shared_ffn = 0;
   std::uint32_t ep = 1;
   double capacity_factor = 1.0;
   std::uint32_t tp = 1;
@@ -153,6 +154,8 @@ struct LlmWorkloadConfig {
     v("vocab", vocab, "Vocabulary size; 0: the preset's.");
     v("experts", experts, "Mixture of experts: SwiGLU experts per layer; 0: the preset's (dense for Llama).");
     v("top_k", top_k, "Experts per token; 0: the preset's (or 2).");
+    v("shared_ffn", shared_ffn,
+      "Shared experts' inner width (a dense SwiGLU beside the routed experts); 0: none.");
     v("ep", ep, "Expert-parallel degree (groups of this many data-parallel replicas).", at_least(1));
     v("capacity_factor", capacity_factor, "Expert slots per device as a multiple of the balanced share.",
       positive());

@@ -72,6 +72,7 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.capacity_factor = (bits % 5 == 0) ? 0.7 : ((bits % 5 == 1) ? 1.3 : 1.0);
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
     job.fp8 = (bits % 3) == 1;
+    job.model.shared_ffn = (bits % 4) == 2 ? 64 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const auto modules = stablehlo::testing::parse(stage_program(job, stage));
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
@@ -95,6 +96,11 @@ TEST(GenerateLlm, ExpertsShardOverTheExpertParallelGroup) {
   EXPECT_EQ(f.active_parameters, 5 * (attention + 2 * expert + 64 * 8 + 2 * 64) + 2 * 50 * 64 + 64);
   // Per device: every attention weight, the router, 8 / 4 experts.
   EXPECT_EQ(f.stage_parameters[0], 5 * (attention + 2 * expert + 64 * 8 + 2 * 64) + 50 * 64 + 64 + 64 * 50);
+  // Shared experts: a dense SwiGLU every token takes, counted in both.
+  LlmJob shared = job;
+  shared.model.shared_ffn = 128;
+  EXPECT_EQ(facts(shared).parameters, f.parameters + 5 * 3 * 64 * 128);
+  EXPECT_EQ(facts(shared).active_parameters, f.active_parameters + 5 * 3 * 64 * 128);
   // Model FLOPs count the experts a token uses, not all of them.
   const double tokens = 4.0 * 3 * 16;
   const double matmul = 5.0 * (attention + 2 * expert + 64 * 8) + 50 * 64;
@@ -225,6 +231,15 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job = tiny();
   job.model.top_k = 2;
   refused(job, "--top-k 2 needs --experts");
+  job = tiny();
+  job.model.shared_ffn = 64;
+  refused(job, "--shared-ffn 64 needs --experts");
+  job.model.experts = 4;
+  job.model.top_k = 1;
+  job.model.shared_ffn = 63;
+  job.tp = 2;
+  job.sequence_parallel = true;
+  refused(job, "--shared-ffn 63 is not a multiple of --tp 2");
   job = tiny();
   job.model.experts = 8;
   job.model.top_k = 9;

@@ -49,6 +49,7 @@ moe=("${small[@]}" --experts 8 --top-k 2 --dp 4 --ep 2 --pp 2 --micro-batches 4 
 gen moe "${moe[@]}" --tp 2 --sequence-parallel
 gen moezero "${moe[@]}" --distributed-optimizer
 gen moecap "${moe[@]}" --tp 2 --sequence-parallel --capacity-factor 1.5
+gen moeshared "${moe[@]}" --tp 2 --sequence-parallel --shared-ffn 256
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -65,7 +66,7 @@ gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap; do
+for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"

@@ -213,7 +213,10 @@ print(f"ok   FP8: the same GEMM FLOPs, one byte per linear-layer operand element
 # four all-to-alls (dispatch and combine, each way) of E c H bf16 bytes.
 E, top, ep, mdp = 8, 2, 2, 4
 el = E // ep
-for name, capacity in (("moe", 1.0), ("moecap", 1.5)):
+# Shared experts (moeshared: width 256, tensor-parallel like a dense MLP, 128 per device): their
+# GEMMs on all 128 tokens (6 n 3 H fs per layer and microbatch), and a dense MLP's sequence-parallel
+# traffic (3 gathers and 2 scatters per layer and microbatch) and two more tensors per layer.
+for name, capacity, fs in (("moe", 1.0, 0), ("moecap", 1.5, 0), ("moeshared", 1.0, 256 // tp)):
     r = B * S // tp
     c = -(-int(capacity * r * top) // E)
     for s in range(pp):
@@ -221,7 +224,8 @@ for name, capacity in (("moe", 1.0), ("moecap", 1.5)):
         last = s == pp - 1
         attention_matmul = H * (a + 2 * k) * D + a * D * H
         expected = (6 * (per_stage[s] * attention_matmul + (H * v if last else 0)) * tokens
-                    + per_stage[s] * M * (14 * 0.5 * B * a * S * S * D + 6 * r * H * E + 6 * E * c * 3 * H * F))
+                    + per_stage[s] * M * (14 * 0.5 * B * a * S * S * D + 6 * r * H * E + 6 * E * c * 3 * H * F
+                                          + 6 * B * S * 3 * H * fs))
         got = j["classes"]["gemm"]["flops"]
         assert abs(got - expected) <= 1e-9 * expected, (name, s, got, expected)
         comm = j["communication_ops"]
@@ -229,11 +233,12 @@ for name, capacity in (("moe", 1.0), ("moecap", 1.5)):
         # The attention's sequence-parallel gathers and scatters only (the experts take the device's
         # own tokens): 3 gathers and 2 scatters per layer and microbatch, the embedding's and the
         # head's as in the dense job.
-        assert comm.get("stablehlo.all_gather") == 3 * per_stage[s] * M + (2 * M if last else M), (name, s, comm)
-        assert comm.get("stablehlo.reduce_scatter") == 2 * per_stage[s] * M + M, (name, s, comm)
+        shared = 1 if fs else 0
+        assert comm.get("stablehlo.all_gather") == (3 + 3 * shared) * per_stage[s] * M + (2 * M if last else M), (name, s, comm)
+        assert comm.get("stablehlo.reduce_scatter") == (2 + 2 * shared) * per_stage[s] * M + M, (name, s, comm)
         # Every tensor its own data-parallel (or, for the experts, expert-data-parallel) reduction;
         # one tensor-parallel all-reduce of the norm and router gradients; the head's.
-        tensors_moe = per_stage[s] * 7 + (1 if s == 0 else 0) + (2 if last else 0)
+        tensors_moe = per_stage[s] * (7 + 2 * shared) + (1 if s == 0 else 0) + (2 if last else 0)
         assert comm["stablehlo.all_reduce"] == tensors_moe + 1 + (3 * M + 1 if last else 0), (name, s, comm)
     if name == "moe":
         summary_moe = load("moe.summary")
@@ -244,8 +249,9 @@ for name, capacity in (("moe", 1.0), ("moecap", 1.5)):
             layer = 2 * H + H * (a + 2 * k) * D + a * D * H + H * E + el * 3 * H * F
             stage_params = per_stage[s] * layer + (v * H if s == 0 else 0) + (H + H * v if last else 0)
             assert memory["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, (s, memory)
-print("ok   mixture of experts: router and expert GEMM FLOPs for capacity factors 1 and 1.5, four all-to-alls "
-      "of E x c x H bf16 per layer and microbatch, reductions and arguments as the closed forms")
+print("ok   mixture of experts: router and expert GEMM FLOPs for capacity factors 1 and 1.5 and with shared "
+      "experts, four all-to-alls of E x c x H bf16 per layer and microbatch, reductions and arguments as the "
+      "closed forms")
 
 # ZeRO-1 with experts (tp 1, dp 4, ep 2): dense tensors' optimizer state sharded over the 4 replicas,
 # the experts' over the 2 devices holding the same experts.

@@ -407,6 +407,7 @@ struct Shape {
   // Mixture of experts: experts, local experts, experts per token, slots per expert and device
   // (the capacity), tokens per local expert (ep x c) and the experts' width.
   std::uint64_t e, el, top, c, t, fe;
+  std::uint64_t fs;  // the shared experts' local width (tensor-parallel like a dense MLP); 0: none
 };
 
 Shape shape_of(const LlmJob& job) {
@@ -436,6 +437,7 @@ Shape shape_of(const LlmJob& job) {
     s.c = std::max<std::uint64_t>(s.c, 1);
     s.t = job.ep * s.c;
     s.fe = m.ffn;  // experts are not tensor-parallel: each holds its whole FFN
+    s.fs = m.shared_ffn / job.tp;
   }
   return s;
 }
@@ -465,6 +467,10 @@ std::vector<Param> layer_params(const Shape& s) {
     params.push_back({"router", {s.h, s.e}, Holder::kReplicated});
     params.push_back({"experts_gate_up", {s.el, s.h, 2 * s.fe}, Holder::kExpert, true});
     params.push_back({"experts_down", {s.el, s.fe, s.h}, Holder::kExpert, true});
+    if (s.fs > 0) {
+      params.push_back({"shared_gate_up", {s.h, 2 * s.fs}, Holder::kDense, true});
+      params.push_back({"shared_down", {s.fs, s.h}, Holder::kDense, true});
+    }
   }
   return params;
 }
@@ -600,8 +606,9 @@ class StageWriter {
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
                                  : "") +
             (sp() ? ", sequence parallelism" : "") + (fp8() ? ", FP8 linear layers" : ""),
-        moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device", s_.e,
-                            s_.fe, s_.top, job_.ep, s_.c)
+        moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
+                            s_.fe, s_.top, job_.ep, s_.c,
+                            s_.fs > 0 ? fmt::format(", shared experts of FFN {}", job_.model.shared_ffn) : "")
               : "",
         stage_, devices, functions, main);
   }
@@ -890,6 +897,10 @@ class StageWriter {
     for (const Type& t : moe_saved_types()) {
       types.push_back(t);
     }
+    if (s_.fs > 0) {
+      types.push_back(Type{{s_.n, 2 * s_.fs}, "bf16"});
+      types.push_back(kept(Type{{s_.n, s_.fs}, "bf16"}));
+    }
     return types;
   }
 
@@ -1063,13 +1074,13 @@ class StageWriter {
     Value n2 = norm2[0];
     if (moe()) {
       std::tie(mlp_out, mlp_saved) = moe_forward(body, n2, w);
+      if (s_.fs > 0) {
+        const auto [shared, saved] = dense_mlp_forward(body, n2, w[7], w[8]);
+        mlp_out = body.add(mlp_out, shared);
+        mlp_saved.insert(mlp_saved.end(), saved.begin(), saved.end());
+      }
     } else {
-      const Value gate_up = linear(body, tp_gather(body, n2), w[4], 1, 0, kE4M3, kE4M3);
-      const Value gate = body.slice(gate_up, 1, 0, s_.f);
-      const Value up = body.slice(gate_up, 1, s_.f, 2 * s_.f);
-      const Value swiglu = cast8(body, body.mul(body.mul(gate, body.unary("logistic", gate)), up), kE4M3);
-      mlp_out = tp_reduce(body, linear(body, swiglu, w[5], 1, 0, kE4M3, kE4M3));
-      mlp_saved = {gate_up, swiglu};
+      std::tie(mlp_out, mlp_saved) = dense_mlp_forward(body, n2, w[4], w[5]);
     }
     const Value y = body.add(h, mlp_out);
     std::vector<Value> arguments{x};
@@ -1102,14 +1113,26 @@ class StageWriter {
   // tokens only), as Megatron does.
   std::pair<Value, std::vector<Value>> dense_mlp_backward(Body& body, const Value& dy, const Value& n2,
                                                           const Value& gate_up, const Value& swiglu,
-                                                          const std::vector<Value>& w) {
+                                                          const Value& w_gate_up, const Value& w_down) {
     const Value dy_all = tp_gather(body, cast8(body, dy, kE5M2));
-    const Value dswiglu = linear(body, dy_all, w[5], 1, 1, kE5M2, kE4M3);
+    const Value dswiglu = linear(body, dy_all, w_down, 1, 1, kE5M2, kE4M3);
     const Value dw_down = linear(body, swiglu, dy_all, 0, 0, kE4M3, kE5M2);
     const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
-    const Value dn2 = tp_reduce(body, linear(body, dgate_up, w[4], 1, 1, kE5M2, kE4M3));
+    const Value dn2 = tp_reduce(body, linear(body, dgate_up, w_gate_up, 1, 1, kE5M2, kE4M3));
     const Value dw_gate_up = linear(body, tp_gather(body, n2), dgate_up, 0, 0, kE4M3, kE5M2);
     return {dn2, {dw_gate_up, dw_down}};
+  }
+
+  // A dense SwiGLU MLP (column-parallel gate and up, row-parallel down) on the norm output n2:
+  // (the output, the device's tokens; [gate_up, swiglu] for the backward pass).
+  std::pair<Value, std::vector<Value>> dense_mlp_forward(Body& body, const Value& n2, const Value& w_gate_up,
+                                                         const Value& w_down) {
+    const std::uint64_t width = w_down.type.dims[0];
+    const Value gate_up = linear(body, tp_gather(body, n2), w_gate_up, 1, 0, kE4M3, kE4M3);
+    const Value gate = body.slice(gate_up, 1, 0, width);
+    const Value up = body.slice(gate_up, 1, width, 2 * width);
+    const Value swiglu = cast8(body, body.mul(body.mul(gate, body.unary("logistic", gate)), up), kE4M3);
+    return {tp_reduce(body, linear(body, swiglu, w_down, 1, 0, kE4M3, kE4M3)), {gate_up, swiglu}};
   }
 
   std::string layer_backward_function() {
@@ -1129,12 +1152,19 @@ class StageWriter {
     std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
     Value dn2;
     if (moe()) {
-      const std::vector<Value> m(saved.begin() + static_cast<std::ptrdiff_t>(c + 4), saved.end());
-      const std::vector<Value> grads = moe_backward(body, dy, n2, m, w);
+      const auto m = saved.begin() + static_cast<std::ptrdiff_t>(c + 4);
+      const std::vector<Value> grads = moe_backward(
+          body, dy, n2, std::vector<Value>(m, m + static_cast<std::ptrdiff_t>(moe_saved_types().size())), w);
       dn2 = grads[0];
       mlp_grads.assign(grads.begin() + 1, grads.end());
+      if (s_.fs > 0) {
+        const auto [dshared, shared_grads] =
+            dense_mlp_backward(body, dy, n2, saved[saved.size() - 2], saved.back(), w[7], w[8]);
+        dn2 = body.add(dn2, dshared);
+        mlp_grads.insert(mlp_grads.end(), shared_grads.begin(), shared_grads.end());
+      }
     } else {
-      std::tie(dn2, mlp_grads) = dense_mlp_backward(body, dy, n2, saved[c + 4], saved[c + 5], w);
+      std::tie(dn2, mlp_grads) = dense_mlp_backward(body, dy, n2, saved[c + 4], saved[c + 5], w[4], w[5]);
     }
     const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dh = body.add(dy, norm2[0]);
@@ -1894,7 +1924,7 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
     fail("name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
   }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
-                       o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0;
+                       o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0;
   auto apply = [](std::uint32_t& field, std::uint32_t value) {
     if (value != 0) {
       field = value;
@@ -1909,6 +1939,7 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   apply(model.kv_heads, o.kv_heads);
   apply(model.experts, o.experts);
   apply(model.top_k, o.top_k);
+  apply(model.shared_ffn, o.shared_ffn);
   if (model.experts > 0 && model.top_k == 0) {
     model.top_k = std::min<std::uint32_t>(2, model.experts);  // two experts per token unless told otherwise
   }
@@ -1968,6 +1999,10 @@ void validate(const LlmJob& job) {
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
   }
+  if (m.shared_ffn > 0 && !m.moe()) {
+    fail(
+        fmt::format("--shared-ffn {} needs --experts (shared experts sit beside routed ones)", m.shared_ffn));
+  }
   if (m.top_k > 0 && !m.moe()) {
     fail(fmt::format("--top-k {} needs --experts (a mixture-of-experts model)", m.top_k));
   }
@@ -1980,6 +2015,9 @@ void validate(const LlmJob& job) {
   if (m.moe()) {
     if (m.top_k == 0 || m.top_k > m.experts) {
       fail(fmt::format("--top-k {} must be between 1 and --experts {}", m.top_k, m.experts));
+    }
+    if (m.shared_ffn % job.tp != 0) {
+      fail(fmt::format("--shared-ffn {} is not a multiple of --tp {}", m.shared_ffn, job.tp));
     }
     if (m.experts % job.ep != 0) {
       fail(fmt::format("--experts {} is not a multiple of --ep {}", m.experts, job.ep));
@@ -2089,8 +2127,9 @@ LlmFacts facts(const LlmJob& job) {
                                   static_cast<std::uint64_t>(m.heads) * d * m.hidden;
   const std::uint64_t expert = 3ULL * m.hidden * m.ffn;
   const std::uint64_t router = m.moe() ? static_cast<std::uint64_t>(m.hidden) * m.experts : 0;
-  const std::uint64_t mlp = m.moe() ? m.experts * expert + router : expert;
-  const std::uint64_t active_mlp = m.moe() ? m.top_k * expert + router : expert;  // per token
+  const std::uint64_t shared = 3ULL * m.hidden * m.shared_ffn;
+  const std::uint64_t mlp = m.moe() ? m.experts * expert + router + shared : expert;
+  const std::uint64_t active_mlp = m.moe() ? m.top_k * expert + router + shared : expert;  // per token
   const std::uint64_t layer = attention + mlp + 2ULL * m.hidden;
   const std::uint64_t vocab = static_cast<std::uint64_t>(m.vocab) * m.hidden;
   LlmFacts out;

@@ -37,6 +37,9 @@ struct LlmModel {
   // experts of width `ffn` with a router choosing `top_k` of them per token.
   std::uint32_t experts = 0;
   std::uint32_t top_k = 0;
+  // Shared experts (DeepSeekMoE, Qwen-MoE, Llama 4): a dense SwiGLU MLP of this inner width that
+  // every token takes beside its routed experts; 0: none.
+  std::uint32_t shared_ffn = 0;
   [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] std::uint32_t head_dimension() const { return head_dim != 0 ? head_dim : hidden / heads; }
 };
@@ -103,7 +106,7 @@ struct LlmJob {
 // missing one of layers, hidden, heads, ffn and vocab.
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
-  std::uint32_t experts = 0, top_k = 0;
+  std::uint32_t experts = 0, top_k = 0, shared_ffn = 0;
 };
 LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides);
 
@@ -112,7 +115,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // layers, a head count not divisible by the kv head count, a sequence-parallel microbatch whose
 // tokens tp does not divide, more than 2^26 devices, attention scores or logits of a microbatch
 // above 2^56 bytes, or too many point-to-point channels; for mixture-of-experts models, a top-k
-// outside 1..experts, experts or dp not multiples of ep, ep above 1 on a dense model, tp above 1
+// outside 1..experts, experts or dp not multiples of ep, a shared width tp does not divide (or
+// shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
 // ZeRO-1; virtual stages with GPipe, with one stage, with microbatches that pp does not divide or
 // with fewer layers than virtual stages; a sequence that 2 x cp does not divide (the load-balanced split into
