@@ -201,7 +201,7 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
                 "Megatron's sequence parallelism: norms, residuals and pipeline transfers hold 1/tp of the "
                 "tokens; reduce-scatter and all-gather instead of all-reduce");
   llm->add_flag("--fp8", a->fp8,
-                "FP8 linear layers (Transformer Engine's current scaling: E4M3 forward, E5M2 gradients)");
+                "FP8 linear layers (Transformer Engine's delayed scaling: E4M3 forward, E5M2 gradients)");
   llm->add_flag("--json", a->json, "Print what was generated as JSON");
   return [a]() { return generate_llm(*a); };
 }

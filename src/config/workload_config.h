@@ -174,7 +174,7 @@ struct LlmWorkloadConfig {
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
     v("fsdp", fsdp, "FSDP (ZeRO-3): weights, gradients and optimizer state sharded over the replicas.");
-    v("fp8", fp8, "FP8 linear layers (E4M3 forward, E5M2 gradients; Transformer Engine's current scaling).");
+    v("fp8", fp8, "FP8 linear layers (E4M3 forward, E5M2 gradients; Transformer Engine's delayed scaling).");
     v("grad_dtype", grad_dtype, "Gradient accumulation and data-parallel reduction type.");
     v("bucket_elements", bucket_elements,
       "Gradient elements per data-parallel bucket; 0: Megatron's default, max(40M, 1M x dp).");

@@ -200,6 +200,17 @@ for s in range(pp):
     wgrad = n * H + n * q + n * ad + n * H + n * H + n * 2 * f + n * f + n * H
     saved = (forward + dgrad + wgrad) * per_stage[s] * M
     assert bf16["bytes_read"] - f8["bytes_read"] == saved, (s, bf16["bytes_read"] - f8["bytes_read"], saved)
+# Each FP8 cast (one amax reduction, stablehlo.abs, each) happens once: per layer forward the
+# output projection's and the down projection's inputs (the norms cast in @rms_norm_fp8), per
+# layer backward the four gradients entering GEMMs; the weights once per step in @main (4 per layer).
+import re
+casts, function = {}, None
+for line in open(f"{w}/fp8/stage_0.mlir"):
+    if "func.func" in line:
+        function = re.search(r"@(\w+)", line).group(1)
+    elif "stablehlo.abs" in line:
+        casts[function] = casts.get(function, 0) + 1
+assert casts == {"rms_norm_fp8": 1, "layer_forward": 2, "layer_backward": 4, "main": 4 * per_stage[0]}, casts
 preset_fp8 = load("preset_fp8.summary")
 assert preset_fp8["compute_s"] < 0.95 * load("preset.summary")["compute_s"], preset_fp8["compute_s"]
 print(f"ok   FP8: the same GEMM FLOPs, one byte per linear-layer operand element; Llama 3 8B compute "

@@ -783,7 +783,12 @@ class StageWriter {
   }
 
   bool flash() const { return job_.attention == Attention::kFlash; }
-  bool sharded_optimizer() const { return (job_.zero || job_.fsdp) && job_.dp > 1; }
+  // Whether any tensor's optimizer state is sharded (for the module's header).
+  bool sharded_optimizer() const {
+    return (job_.zero || job_.fsdp) &&
+           (groups_.dp.front().size() > 1 ||
+            (moe() && !groups_.expert_dp.empty() && groups_.expert_dp.front().size() > 1));
+  }
   // The devices that hold the same copy of a parameter: its gradients are reduced over them (in
   // buckets), and under ZeRO-1 its optimizer state is sharded over them.
   struct Replicas {
@@ -883,23 +888,30 @@ class StageWriter {
       types.push_back(t);
     }
     // The attention's output: flash keeps its kernel's output (b, a, s, d), which its backward
-    // reads, and the output projection's input is the same data; naive keeps the projection's
-    // input (n, a * d).
-    const Type context = flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : Type{{s_.n, s_.a * s_.d}, "bf16"};
+    // reads, and the output projection's input is the same data (under FP8 the projection keeps its
+    // FP8 cast too, last); naive keeps the projection's input (n, a * d), or its FP8 cast.
+    const Type context =
+        flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : kept(Type{{s_.n, s_.a * s_.d}, "bf16"});
     for (const Type& t : {context, local(), local_stats(), moe() ? local() : kept(local())}) {
       types.push_back(t);
     }
     if (!moe()) {
       types.push_back(Type{{s_.n, 2 * s_.f}, "bf16"});
       types.push_back(kept(Type{{s_.n, s_.f}, "bf16"}));
-      return types;
-    }
-    for (const Type& t : moe_saved_types()) {
-      types.push_back(t);
+    } else {
+      for (const Type& t : moe_saved_types()) {
+        types.push_back(t);
+      }
     }
     if (s_.fs > 0) {
+      if (fp8()) {
+        types.push_back(kept(local()));  // the shared experts' FP8 input (the router reads bf16)
+      }
       types.push_back(Type{{s_.n, 2 * s_.fs}, "bf16"});
       types.push_back(kept(Type{{s_.n, s_.fs}, "bf16"}));
+    }
+    if (fp8() && flash()) {
+      types.push_back(kept(Type{{s_.n, s_.a * s_.d}, "bf16"}));  // the output projection's FP8 input
     }
     return types;
   }
@@ -939,10 +951,13 @@ class StageWriter {
     return a.type.dims[0] >= slots() ? body.slice(a, 0, 0, slots()) : body.pad_to(a, slots());
   }
 
-  // The MoE MLP on the device's tokens n2 [r, h]: softmax router, top-k, the tokens sorted by
-  // expert into c slots per expert (a token past an expert's capacity is dropped; with a
-  // capacity factor of 1 and balanced routing none is), the all-to-all to the experts, batched
-  // SwiGLU experts, the all-to-all back, and each token's outputs summed with its gate weights.
+  // The MoE MLP on the device's tokens n2 [r, h]: softmax router, top-k, the picks sorted by
+  // expert and fitted to e x c slots in that order (routing is taken as balanced, so with a
+  // capacity factor of 1 expert j's c slots hold its own picks; below 1 the last picks are cut,
+  // above 1 zero-weight picks fill the spare slots: the shapes and costs of a capacity-limited
+  // dispatch, though not which tokens an imbalanced one would drop), the all-to-all to the
+  // experts, batched SwiGLU experts, the all-to-all back, and each token's outputs summed with its
+  // gate weights.
   // Returns the output [r, h] and the saved values (moe_saved_types()).
   std::pair<Value, std::vector<Value>> moe_forward(Body& body, const Value& n2, const std::vector<Value>& w) {
     const Dims full{s_.r, s_.e};
@@ -1062,7 +1077,8 @@ class StageWriter {
       core = {qh, kh, vh, probs};
     }
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
-    const Value out = tp_reduce(body, linear(body, ctx, w[2], 1, 0, kE4M3, kE4M3));
+    const Value ctx8 = cast8(body, ctx, kE4M3);  // the output projection's input (FP8: its cast)
+    const Value out = tp_reduce(body, linear(body, ctx8, w[2], 1, 0, kE4M3, kE4M3));
     const Value h = body.add(x, out);
     // SwiGLU MLP, or the experts.
     // The experts' router reads the bf16 norm output; the dense MLP takes the FP8 one.
@@ -1075,7 +1091,12 @@ class StageWriter {
     if (moe()) {
       std::tie(mlp_out, mlp_saved) = moe_forward(body, n2, w);
       if (s_.fs > 0) {
-        const auto [shared, saved] = dense_mlp_forward(body, n2, w[7], w[8]);
+        // The shared experts take the norm output's FP8 cast (cast once, before the gather).
+        const Value shared_in = cast8(body, n2, kE4M3);
+        if (fp8()) {
+          mlp_saved.push_back(shared_in);
+        }
+        const auto [shared, saved] = dense_mlp_forward(body, shared_in, w[7], w[8]);
         mlp_out = body.add(mlp_out, shared);
         mlp_saved.insert(mlp_saved.end(), saved.begin(), saved.end());
       }
@@ -1087,8 +1108,11 @@ class StageWriter {
     arguments.insert(arguments.end(), w.begin(), w.end());
     std::vector<Value> results{y, x, norm1[1], n1};
     results.insert(results.end(), core.begin(), core.end());
-    results.insert(results.end(), {flash() ? context : ctx, h, norm2[1], n2});
+    results.insert(results.end(), {flash() ? context : ctx8, h, norm2[1], n2});
     results.insert(results.end(), mlp_saved.begin(), mlp_saved.end());
+    if (fp8() && flash()) {
+      results.push_back(ctx8);
+    }
     return function_text("layer_forward", false, arguments, body, results);
   }
 
@@ -1147,8 +1171,11 @@ class StageWriter {
     const std::size_t c = 3 + attention_saved_types().size();  // the first saved value after the core
     const Value &x = saved[0], &rs1 = saved[1], &n1 = saved[2];
     const Value &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
-    const Value ctx =
-        flash() ? body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d}) : saved[c];
+    // The output projection's input: naive keeps it (or its FP8 cast), flash its kernel's output
+    // (and under FP8 the cast, last).
+    const Value ctx = !flash() ? saved[c]
+                      : fp8()  ? saved.back()
+                               : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d});
     std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
     Value dn2;
     if (moe()) {
@@ -1158,8 +1185,10 @@ class StageWriter {
       dn2 = grads[0];
       mlp_grads.assign(grads.begin() + 1, grads.end());
       if (s_.fs > 0) {
+        std::size_t at = c + 4 + moe_saved_types().size();
+        const Value shared_in = fp8() ? saved[at++] : n2;
         const auto [dshared, shared_grads] =
-            dense_mlp_backward(body, dy, n2, saved[saved.size() - 2], saved.back(), w[7], w[8]);
+            dense_mlp_backward(body, dy, shared_in, saved[at], saved[at + 1], w[7], w[8]);
         dn2 = body.add(dn2, dshared);
         mlp_grads.insert(mlp_grads.end(), shared_grads.begin(), shared_grads.end());
       }
@@ -1780,7 +1809,7 @@ class StageWriter {
     if (!reduced.empty()) {
       buckets.push_back(reduced);  // FSDP: reduce-scattered as they were computed
     }
-    if (loss && job_.dp > 1) {
+    if (loss && groups_.dp.front().size() > 1) {
       // The loss averaged over the data-parallel replicas (for the log, as Megatron does).
       loss = body.all_reduce(*loss, groups_.dp, next_handle());
     }

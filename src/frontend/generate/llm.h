@@ -9,12 +9,13 @@
 // Per stage, every device holds its tensor-parallel shard (column-parallel QKV and gate/up
 // projections, row-parallel output and down projections, a vocabulary-parallel embedding and
 // LM head, each followed by the all-reduce Megatron places there), runs its microbatches in the
-// pipeline schedule's order (1F1B or GPipe; the order is held by optimization barriers), sends
-// activations forward and gradients back on one channel per microbatch and direction,
-// accumulates gradients, reduces them over its data-parallel group in buckets and applies AdamW
-// (f32 master weights and moments). Options add sequence parallelism, the distributed optimizer
-// (ZeRO-1), full recomputation, naive (unfused) attention, and mixture-of-experts MLPs (a router,
-// top-k, experts spread over expert-parallel groups and reached by all-to-all).
+// pipeline schedule's order (1F1B, GPipe or interleaved 1F1B; the order is held by optimization
+// barriers), sends activations forward and gradients back on one channel per microbatch and
+// direction, accumulates gradients, reduces them over its data-parallel group in buckets and
+// applies AdamW (f32 master weights and moments). Options add sequence parallelism, context
+// parallelism, the distributed optimizer (ZeRO-1), FSDP (ZeRO-3), full recomputation, naive
+// (unfused) attention, FP8 linear layers, and mixture-of-experts MLPs (a router, top-k, experts
+// spread over expert-parallel groups and reached by all-to-all, shared experts).
 #pragma once
 
 #include <cstdint>
@@ -74,7 +75,7 @@ struct LlmJob {
   Recompute recompute = Recompute::kNone;
   Attention attention = Attention::kFlash;
   bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
-  // FP8 linear layers (Transformer Engine's current scaling, E4M3 forward, E5M2 gradients): the
+  // FP8 linear layers (Transformer Engine's delayed scaling, E4M3 forward, E5M2 gradients): the
   // GEMMs of the attention and MLP projections and of the experts take FP8 operands.
   bool fp8 = false;
   // ZeRO-1 (Megatron's distributed optimizer): each data-parallel replica keeps and updates 1/dp of
@@ -119,8 +120,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
 // ZeRO-1; virtual stages with GPipe, with one stage, with microbatches that pp does not divide or
-// with fewer layers than virtual stages; a sequence that 2 x cp does not divide (the load-balanced split into
-// 2 cp chunks).
+// with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does not divide (the
+// load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
