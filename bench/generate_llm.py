@@ -4,7 +4,7 @@ on the generated scenario, one or two MPI processes. Prints a markdown table: ge
 simulation wall time and peak RSS (of the run), events, the predicted step time and the model
 FLOP rate per device it implies (model FLOPs of the step / step time / devices).
 
-Usage: bench/generate_llm.py [--orrery build/release/orrery] [--quick]
+Usage: bench/generate_llm.py [--orrery build/release/orrery] [--quick] [--only TEXT]
 """
 import argparse
 import json
@@ -32,6 +32,9 @@ CASES = [
     ("llama3-70b as the second row, interleaved 1F1B (2 chunks per stage)",
      ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16", "--micro-batches", "32", "--seq", "4096",
       "--virtual-stages", "2"], [], 1),
+    ("llama3-70b as the second row, FP8 linear layers",
+     ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16", "--micro-batches", "32", "--seq", "4096",
+      "--fp8"], [], 1),
     ("llama3-8b, 32K context, tp 8 x cp 4 x dp 32, 1,024 GPUs",
      ["--model", "llama3-8b", "--tp", "8", "--cp", "4", "--dp", "32", "--micro-batches", "2", "--seq", "32768"],
      [], 1),
@@ -51,8 +54,11 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--orrery", default=os.path.join(ROOT, "build/release/orrery"))
     parser.add_argument("--quick", action="store_true", help="the first two cases only")
+    parser.add_argument("--only", help="the cases whose name contains this text")
     args = parser.parse_args()
     cases = CASES[:2] if args.quick else CASES
+    if args.only:
+        cases = [case for case in cases if args.only in case[0]]
     mpirun = os.path.join(ROOT, "scripts/mpirun.sh")
     print("| job | processes | generate s | run wall s | peak RSS MB | events | step time s | model TFLOP/s per GPU |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
