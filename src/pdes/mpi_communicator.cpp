@@ -1,7 +1,10 @@
 #include "pdes/mpi_communicator.h"
 
+#include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <string>
+#include <system_error>
 
 #include "util/error.h"
 
@@ -89,10 +92,32 @@ std::vector<ByteBuffer> MpiCommunicator::allgather(const ByteBuffer& mine) {
   return result;
 }
 
+namespace {
+
+// Whether a launcher (mpirun, srun, ...) started this process.
+bool launched() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name) != nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 MpiSession::MpiSession(int* argc, char*** argv) {
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (initialised == 0) {
+    if (!launched() && std::getenv("OMPI_MCA_orte_tmpdir_base") == nullptr) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/orrery-mpi.XXXXXX";
+      if (mkdtemp(pattern.data()) != nullptr) {  // otherwise Open MPI's default place
+        session_dir_ = pattern;
+        setenv("OMPI_MCA_orte_tmpdir_base", session_dir_.c_str(), 1);
+      }
+    }
     check(MPI_Init(argc, argv), "MPI_Init");
     owns_ = true;
   }
@@ -105,6 +130,10 @@ MpiSession::~MpiSession() {
     if (finalised == 0) {
       MPI_Finalize();
     }
+  }
+  if (!session_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(session_dir_, ignored);
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include <mpi.h>
 
+#include <string>
+
 #include "pdes/communicator.h"
 
 namespace orrery::pdes {
@@ -30,6 +32,10 @@ class MpiCommunicator final : public Communicator {
 // Initialises MPI on construction (if not yet initialised) and finalises it on destruction (if
 // this guard initialised it). Runs as root are allowed through the OMPI_ALLOW_RUN_AS_ROOT
 // variables set by the project's scripts, never by asking the user.
+// A process started without a launcher (a singleton) gets an Open MPI session directory of its own
+// (`orte_tmpdir_base`, removed at the end), unless the environment names one: concurrent
+// singletons sharing /tmp/ompi.<host>.<uid> race as one removes it while another creates its
+// directory there (open-mpi/ompi#8510), which ends MPI_Init.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv);
@@ -44,6 +50,7 @@ class MpiSession {
 
  private:
   bool owns_ = false;
+  std::string session_dir_;  // the singleton's own session directory base, removed at the end
 };
 
 }  // namespace orrery::pdes
