@@ -8,6 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 data=${ORRERY_SHARED_DATA:-$root/../shared/data}
 out=$root/docs/validation
 mkdir -p "$out"
+# A step that fails leaves no partial file behind to be committed by mistake.
+trap 'rm -f "$out/end-to-end.collectives.tmp"' EXIT
 if [[ ! -d "$data" ]]; then
   echo "validate: shared data not found at $data (set ORRERY_SHARED_DATA)" >&2
   exit 1

@@ -189,11 +189,14 @@ def published_throughput_section(args, work):
     print("\nKnown differences: the published run's network is a three-layer RoCE Clos (the generated scenario: "
           "a non-blocking two-tier fat-tree per rail, 400 Gb/s per GPU as there); the generated scenario "
           "keeps one in-order communication stream per GPU (`system.comm_streams` 1), on which the "
-          "data-parallel gradient buckets queue with the tensor-parallel collectives; its pipeline puts one layer "
-          "fewer on the first and last stages, where the generator splits the layers evenly; its own count of "
-          "model FLOPs is not published in detail; and the H100 preset's efficiencies are datasheet-side "
-          "fractions (configs/hardware/H100.yaml), not fitted on H100 kernel times (none are in "
-          "../shared/data).\n")
+          "data-parallel gradient buckets queue with the tensor-parallel collectives; the published run's "
+          "pipeline puts one layer fewer on the first and last stages, where the generator splits the layers "
+          "evenly; its own count of model FLOPs is not published in detail; and the H100 preset's "
+          "efficiencies are datasheet-side fractions (configs/hardware/H100.yaml), not fitted on H100 kernel "
+          "times (none are in ../shared/data). A 'no' under 'fits' means the estimated peak memory of some "
+          "stage exceeds 80 GB (without recomputation every stage keeps its in-flight microbatches' "
+          "activations); the published run fitted, so its memory options differ from these in ways the "
+          "table does not give.\n")
 
 
 def main():
