@@ -1994,6 +1994,7 @@ void validate(const LlmJob& job) {
                                                             {"--pp", job.pp},
                                                             {"--cp", job.cp},
                                                             {"--virtual-stages", job.virtual_stages},
+                                                            {"--ep", job.ep},
                                                             {"--micro-batch", job.micro_batch},
                                                             {"--micro-batches", job.micro_batches},
                                                             {"--seq", job.seq}};
@@ -2034,9 +2035,6 @@ void validate(const LlmJob& job) {
   }
   if (m.top_k > 0 && !m.moe()) {
     fail(fmt::format("--top-k {} needs --experts (a mixture-of-experts model)", m.top_k));
-  }
-  if (job.ep == 0) {
-    fail("--ep must be at least 1");
   }
   if (!m.moe() && job.ep > 1) {
     fail(fmt::format("--ep {}: expert parallelism needs a mixture-of-experts model (--experts)", job.ep));
