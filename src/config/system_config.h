@@ -22,6 +22,14 @@ inline std::span<const EnumName<CollectiveAlgorithm>> enum_names(CollectiveAlgor
   return kNames;
 }
 
+// How a rank's collectives queue for its communication streams.
+enum class CommQueues { kSingle, kPerGroup };
+inline std::span<const EnumName<CommQueues>> enum_names(CommQueues) {
+  static constexpr EnumName<CommQueues> kNames[] = {{CommQueues::kSingle, "single"},
+                                                    {CommQueues::kPerGroup, "per_group"}};
+  return kNames;
+}
+
 struct ScaleUpConfig {
   double bandwidth_gbps = 450.0;
   double latency_ns = 300.0;
@@ -88,6 +96,7 @@ struct SystemConfig {
   std::uint32_t chunks = 4;
   std::uint32_t chunks_in_flight = 0;
   std::uint32_t comm_streams = 1;
+  CommQueues comm_queues = CommQueues::kSingle;
   double reduction_gbps = 0.0;
   double interference = 0.0;
   double jitter_cv = 0.0;
@@ -129,8 +138,14 @@ struct SystemConfig {
       "Chunks of one collective in flight at once per member (ASTRA-sim's active-chunks-per-dimension); "
       "0: all of them (pipelined, as NCCL).");
     v("comm_streams", comm_streams,
-      "Collectives a rank runs at once; they are issued in program order (as XLA's collective stream).",
+      "Collectives a rank runs at once from each of its queues (system.comm_queues); a queue issues its "
+      "collectives in program order.",
       at_least(1));
+    v("comm_queues", comm_queues,
+      "How a rank's collectives queue: single -- one queue of all of them in program order, as XLA's "
+      "collective stream; per_group -- one queue per set of device groups (a communicator: the ops with the "
+      "same replica groups), each in program order, as PyTorch's ProcessGroupNCCL runs each process group "
+      "on a stream of its own, so a data-parallel bucket does not wait behind a tensor-parallel collective.");
     v("reduction_GBps", reduction_gbps,
       "Rate at which a device reduces received collective data (GB/s); 0: the hardware's memory bandwidth.",
       nonnegative());

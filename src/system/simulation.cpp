@@ -1,20 +1,21 @@
 #include "system/simulation.h"
 
-#include <algorithm>
-#include <array>
-#include <cmath>
-#include <fmt/format.h>
-#include <limits>
-#include <map>
-#include <queue>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
-
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 #include <absl/container/node_hash_map.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <queue>
+#include <set>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <variant>
 
 #include "network/engine_network.h"
@@ -245,7 +246,8 @@ struct RankState {
   absl::flat_hash_map<std::uint32_t, std::uint32_t> waiting;  // exec op -> producers not yet done
   std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready_compute;
   std::set<std::uint32_t> ready_comm;
-  std::uint32_t next_comm = 0;
+  std::vector<std::uint32_t> next_comm;     // per comm queue: its next collective's position in the queue
+  std::vector<std::uint32_t> queue_active;  // per comm queue: its collectives launching or running
   std::vector<std::uint32_t> ready_peer;
   bool compute_busy = false;
   std::uint32_t running_op = 0;
@@ -281,6 +283,13 @@ struct RankState {
   std::vector<CollectiveRow> trace_collectives;
   std::vector<TransferRow> trace_transfers;
   absl::flat_hash_map<std::uint32_t, SimTime> peer_issued;  // send/recv op -> when it was issued
+};
+
+// A program's communication queues (system.comm_queues): each holds collectives, as exec ops in
+// program order, that a rank issues in that order.
+struct CommQueueSet {
+  std::vector<std::vector<std::uint32_t>> order;
+  absl::flat_hash_map<std::uint32_t, std::uint32_t> queue_of;  // exec op -> its queue
 };
 
 // A plan per (program, collective, group): plans are pure functions of the group, so they are
@@ -340,6 +349,7 @@ class SystemModel {
     }
     build_peer_routes();
     match_joint_collectives();
+    build_comm_queues();
   }
 
   void initialise(pdes::Engine<Payload>& engine) {
@@ -350,6 +360,7 @@ class SystemModel {
       RankState& rank = states_[lp];
       rank.program = rank_program_[lp];
       rank.device = rank_device_[lp];
+      rank.queue_active.assign(queues_[rank.program].order.size(), 0);
       rank.endpoint = placement_.endpoint_of(lp);
       for (const auto& straggler : scenario_.system.stragglers) {
         if (straggler.rank == lp) {
@@ -409,6 +420,7 @@ class SystemModel {
           } else if constexpr (std::is_same_v<T, CollectiveLaunched>) {
             --rank.launching;
             --rank.active_comm;  // counted again by start_collective, or the op completes at once
+            --rank.queue_active[queue_of(rank, payload.op)];
             start_collective(engine, lp, rank, payload.op, payload.issued_at);
           } else if constexpr (std::is_same_v<T, PeerLaunched>) {
             --rank.peer_launching;
@@ -492,15 +504,54 @@ class SystemModel {
       return reason + fmt::format("waits for the data of {} (channel {})",
                                   program.describe_op(program.graph().op(op).source), program.peer(op).channel);
     }
-    const auto order = program.graph().collectives();
-    if (rank.next_comm < order.size()) {
+    // The earliest in program order of the collectives its queues wait to issue.
+    const CommQueueSet& queues = queues_[rank.program];
+    std::optional<std::uint32_t> next;
+    for (std::size_t q = 0; q < queues.order.size(); ++q) {
+      if (rank.next_comm[q] < queues.order[q].size() &&
+          (!next || queues.order[q][rank.next_comm[q]] < *next)) {  // exec ops are numbered in program order
+        next = queues.order[q][rank.next_comm[q]];
+      }
+    }
+    if (next) {
       return reason + fmt::format("waits for the inputs of its next collective {}",
-                                  program.describe_op(program.graph().op(order[rank.next_comm]).source));
+                                  program.describe_op(program.graph().op(*next).source));
     }
     return reason + fmt::format("{} ops left", rank.remaining);
   }
 
  private:
+  // --- communication queues ----------------------------------------------------------------------
+  // Per program: the collectives (exec ops, in program order) of each queue, and each one's queue.
+  // system.comm_queues single: one queue; per_group: one per set of device groups (ProgramModel
+  // interns them, so the ops with the same replica groups share one), numbered by first use.
+  void build_comm_queues() {
+    const bool per_group = scenario_.system.comm_queues == config::CommQueues::kPerGroup;
+    queues_.resize(programs_.size());
+    for (std::size_t p = 0; p < programs_.size(); ++p) {
+      const ProgramModel& program = *programs_[p];
+      CommQueueSet& queues = queues_[p];
+      std::unordered_map<std::uint32_t, std::uint32_t> queue_of_set;
+      for (const std::uint32_t op : program.graph().collectives()) {
+        std::uint32_t queue = 0;
+        if (per_group) {
+          const auto [it, inserted] = queue_of_set.try_emplace(
+              program.collective(op).group_set, static_cast<std::uint32_t>(queue_of_set.size()));
+          queue = it->second;
+        }
+        if (queue >= queues.order.size()) {
+          queues.order.resize(queue + 1);
+        }
+        queues.order[queue].push_back(op);
+        queues.queue_of.emplace(op, queue);
+      }
+    }
+  }
+
+  [[nodiscard]] std::uint32_t queue_of(const RankState& rank, std::uint32_t op) const {
+    return queues_[rank.program].queue_of.at(op);
+  }
+
   // --- time accounting ---------------------------------------------------------------------------
   static void account(RankState& rank, SimTime now) {
     const std::uint64_t dt = (now - rank.last).ps();
@@ -541,7 +592,7 @@ class SystemModel {
   void start_step(pdes::Engine<Payload>& engine, pdes::LpId lp, RankState& rank) {
     const ExecGraph& graph = programs_[rank.program]->graph();
     rank.remaining = static_cast<std::uint32_t>(graph.size());
-    rank.next_comm = 0;
+    rank.next_comm.assign(queues_[rank.program].order.size(), 0);
     rank.current = StepRecord{};
     rank.current.start_ps = engine.now().ps();
     for (const std::uint32_t op : graph.sources()) {
@@ -600,15 +651,19 @@ class SystemModel {
     if (rank.finished) {
       return;
     }
-    const ProgramModel& program = *programs_[rank.program];
-    const auto order = program.graph().collectives();
-    while (rank.active_comm < scenario_.system.comm_streams && rank.next_comm < order.size() &&
-           rank.ready_comm.contains(order[rank.next_comm])) {
-      const std::uint32_t op = order[rank.next_comm++];
-      rank.ready_comm.erase(op);
-      issue_collective(engine, lp, rank, op);
-      if (rank.finished) {
-        return;
+    // Each queue issues its ready collectives in its order while it has a free stream; queues are
+    // visited in a fixed order, so the issue order of one instant is deterministic.
+    const CommQueueSet& queues = queues_[rank.program];
+    for (std::size_t q = 0; q < queues.order.size(); ++q) {
+      const std::vector<std::uint32_t>& order = queues.order[q];
+      while (rank.queue_active[q] < scenario_.system.comm_streams && rank.next_comm[q] < order.size() &&
+             rank.ready_comm.contains(order[rank.next_comm[q]])) {
+        const std::uint32_t op = order[rank.next_comm[q]++];
+        rank.ready_comm.erase(op);
+        issue_collective(engine, lp, rank, op);
+        if (rank.finished) {
+          return;
+        }
       }
     }
     while (!rank.ready_peer.empty()) {
@@ -770,6 +825,7 @@ class SystemModel {
                         (info.kind != CollectiveKind::kPermute || info.paired[rank.device] != 0);
     if (launch > SimTime::zero() && member) {
       ++rank.active_comm;  // the stream is busy launching it
+      ++rank.queue_active[queue_of(rank, op)];
       ++rank.launching;
       engine.send(lp, launch, CollectiveLaunched{op, engine.now()});
       return;
@@ -826,6 +882,7 @@ class SystemModel {
       ++algorithm_counts_[fmt::format("{}: {}", collective_kind_name(info.kind), algorithm_name(plan.algorithm()))];
     }
     ++rank.active_comm;
+    ++rank.queue_active[queue_of(rank, op)];
     const std::uint32_t lanes = run.lanes;
     const std::uint32_t first_chunks = std::min(run.chunks, in_flight_limit_);
     for (std::uint32_t lane = 0; lane < lanes; ++lane) {
@@ -1053,6 +1110,7 @@ class SystemModel {
     }
     rank.runs.erase(run_key(ordinal, run.training_step));
     --rank.active_comm;
+    --rank.queue_active[queue_of(rank, op)];
     record_op(rank, op, engine.now() - issued);
     complete(engine, lp, rank, op);
   }
@@ -1703,6 +1761,7 @@ class SystemModel {
   std::uint32_t chunks_ = 1;
   std::uint32_t in_flight_limit_ = 1;
   std::vector<RankState> states_;
+  std::vector<CommQueueSet> queues_;  // per program (build_comm_queues)
   std::vector<std::uint32_t> rank_program_;
   std::vector<std::uint32_t> rank_device_;
   std::map<PlanKey, std::unique_ptr<CollectivePlan>> plans_;

@@ -194,24 +194,30 @@ TEST(Simulation, TheCollectiveLaunchCostComesBeforeTheFirstTransfer) {
   }
 }
 
-// A 1 MiB sum all-reduce over the 4 replicas.
-std::string all_reduce(const std::string& result, const std::string& operand) {
+// A 1 MiB sum all-reduce over the 4 replicas, or over the given replica groups.
+std::string all_reduce(const std::string& result, const std::string& operand,
+                       const std::string& groups = "dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>") {
   return "    " + result + " = \"stablehlo.all_reduce\"(" + operand +
          ") ({\n    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n      %s = stablehlo.add %a, %b : tensor<f32>\n"
-         "      stablehlo.return %s : tensor<f32>\n    }) {replica_groups = dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>} : "
+         "      stablehlo.return %s : tensor<f32>\n    }) {replica_groups = " +
+         groups +
+         "} : "
          "(tensor<262144xf32>) -> tensor<262144xf32>\n";
 }
 
+// A 4-replica module whose main takes two 1 MiB arguments and runs `body`, which ends in %result.
+std::string two_argument_module(const std::string& body, const std::string& result) {
+  return "module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
+         "  func.func public @main(%arg0: tensor<262144xf32>, %arg1: tensor<262144xf32>) -> "
+         "tensor<262144xf32> {\n" +
+         body + "    return " + result + " : tensor<262144xf32>\n  }\n}\n";
+}
+
 // Two independent 1 MiB all-reduces over the same replicas, both read by the multiply.
-const std::string kTwoAllReduces =
-    "module @test attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {\n"
-    "  func.func public @main(%arg0: tensor<262144xf32>, %arg1: tensor<262144xf32>) -> tensor<262144xf32> {\n"
-    "    %0 = stablehlo.add %arg0, %arg0 : tensor<262144xf32>\n" +
-    all_reduce("%1", "%0") + all_reduce("%2", "%arg1") +
-    "    %3 = stablehlo.multiply %1, %2 : tensor<262144xf32>\n"
-    "    return %3 : tensor<262144xf32>\n"
-    "  }\n"
-    "}\n";
+const std::string kTwoAllReduces = two_argument_module(
+    "    %0 = stablehlo.add %arg0, %arg0 : tensor<262144xf32>\n" + all_reduce("%1", "%0") +
+        all_reduce("%2", "%arg1") + "    %3 = stablehlo.multiply %1, %2 : tensor<262144xf32>\n",
+    "%3");
 
 TEST(Simulation, CombinedAllReducesRunAsOneOfTheSummedSize) {
   // Combined (default threshold): after the add, one ring all-reduce of n = 2 MiB:
@@ -276,6 +282,44 @@ TEST(Simulation, IndependentComputeOverlapsTheCollective) {
   EXPECT_NEAR(outcome.summary.step_time_s, 20e-6 + kRingSeconds, 1e-12);
   EXPECT_NEAR(outcome.summary.compute_s.mean, 30e-6, 1e-12);
   EXPECT_NEAR(outcome.summary.exposed_comm_s.mean, kRingSeconds - 10e-6, 1e-12);
+}
+
+// Two independent 1 MiB all-reduces on different device groups: the first (over all 4) waits
+// for two adds, the second (over pairs) only for the step's arguments.
+const std::string kTwoGroups = two_argument_module(
+    "    %0 = stablehlo.add %arg0, %arg0 : tensor<262144xf32>\n"
+    "    %1 = stablehlo.add %0, %0 : tensor<262144xf32>\n" +
+        all_reduce("%2", "%1") + all_reduce("%3", "%arg1", "dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>") +
+        "    %4 = stablehlo.multiply %2, %3 : tensor<262144xf32>\n",
+    "%4");
+
+TEST(Simulation, PerGroupQueuesLetACollectiveOvertakeAnotherGroupsWaitingOne) {
+  // R4: the 1 MiB ring over 4 (kRingSeconds); R2: over 2, 2 steps of 1.5 µs + 524288 B / 1e11 B/s.
+  // single (one queue in program order): the pairs' all-reduce, ready at 0, waits behind the
+  //   all-reduce over 4, which waits for the adds: T = 20 µs + R4 + R2 + 10 µs.
+  // per_group: it runs at once, [0, R2], done before the adds end (R2 = 13.5 µs < 20 µs):
+  //   T = 20 µs + R4 + 10 µs, the same on 1 and 2 processes.
+  const double r2 = 2 * (1.5e-6 + 5.24288e-6);
+  for (const char* model : {"analytical", "flow"}) {
+    SCOPED_TRACE(model);
+    const Outcome single = run(kTwoGroups, scenario_text(model));
+    ASSERT_EQ(single.error, "");
+    EXPECT_NEAR(single.summary.step_time_s, 30e-6 + kRingSeconds + r2, 1e-12);
+    for (const std::uint32_t processes : {1U, 2U}) {
+      const Outcome queued =
+          run(kTwoGroups, scenario_text(model), processes, {"system.comm_queues=per_group"});
+      ASSERT_EQ(queued.error, "");
+      EXPECT_NEAR(queued.summary.step_time_s, 30e-6 + kRingSeconds, 1e-12);
+      EXPECT_NEAR(queued.summary.comm_s.mean, r2 + kRingSeconds, 1e-12);
+      EXPECT_NEAR(queued.summary.exposed_comm_s.mean, kRingSeconds, 1e-12);
+    }
+    // Two streams on the one queue do not lift the program order: the pairs' all-reduce still
+    // issues with the other at 20 µs, and they share the links, so the step is longer than per_group's.
+    const Outcome two = run(kTwoGroups, scenario_text(model), 1, {"system.comm_streams=2"});
+    ASSERT_EQ(two.error, "");
+    EXPECT_GT(two.summary.step_time_s, 30e-6 + kRingSeconds + 1e-6);
+    EXPECT_LT(two.summary.step_time_s, 30e-6 + kRingSeconds + r2);
+  }
 }
 
 TEST(Simulation, IdenticalForOneTwoAndFourProcesses) {

@@ -2213,7 +2213,9 @@ std::string scenario_yaml(const LlmJob& job, const ScenarioOptions& options) {
       job.micro_batch, f.parameters, f.model_flops);
   text += fmt::format(
       "hardware: {}\nsystem:\n  devices_per_node: {}\n  scale_up: {{bandwidth_GBps: 450, latency_ns: 500}}\n"
-      "  endpoint_delay_ns: 1000\nnetwork:\n",
+      "  endpoint_delay_ns: 1000\n"
+      "  # PyTorch runs each process group's NCCL communicator on a stream of its own (docs/collectives.md)\n"
+      "  comm_queues: per_group\nnetwork:\n",
       options.hardware, per_node);
   if (nodes <= 1) {
     text += "  topology: {kind: none}\n";
