@@ -73,8 +73,9 @@ class ChakraTimes final : public system::OpTimes {
 };
 
 // The Chakra traces of `workload.chakra` as the simulation's programs.
-void load_chakra(const config::Scenario& scenario, const compute::Hardware& hardware, system::SimulationInput& input,
-                 RunResult& result) {
+// With a communicator, each process reads its block of the ranks' files (load_workload).
+void load_chakra(const config::Scenario& scenario, const compute::Hardware& hardware,
+                 system::SimulationInput& input, RunResult& result, pdes::Communicator* communicator) {
   const config::ChakraConfig& chakra = scenario.workload.chakra;
   frontend::chakra::WorkloadOptions options;
   options.prefix = chakra.prefix.path;
@@ -83,7 +84,7 @@ void load_chakra(const config::Scenario& scenario, const compute::Hardware& hard
   if (const auto* astra = std::get_if<config::AstraSimTopologyConfig>(&scenario.network.topology)) {
     options.dimensions = (astra->file.empty() ? astra->inline_spec : network::load_astra_network(astra->file)).npus_count;
   }
-  auto loaded = frontend::chakra::load_workload(options);
+  auto loaded = frontend::chakra::load_workload(options, communicator);
   if (!loaded) {
     const Error& error = loaded.error();
     throw OrreryError(error.code == ErrorCode::kIo ? config::attributed_to(chakra.prefix, error) : error);
@@ -254,7 +255,8 @@ compute::Hardware load_scenario_hardware(const config::Scenario& scenario) {
   }
 }
 
-system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result) {
+system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result,
+                                           pdes::Communicator* communicator) {
   system::SimulationInput input;
   input.scenario = &scenario;
   std::unique_ptr<compute::ComputeModel> compute_model;
@@ -268,7 +270,7 @@ system::SimulationInput prepare_simulation(const config::Scenario& scenario, Run
   input.memory_capacity = hardware.memory_capacity;
   result.compute.hardware = hardware.name;
   if (!scenario.workload.chakra.prefix.empty()) {
-    load_chakra(scenario, hardware, input, result);
+    load_chakra(scenario, hardware, input, result, communicator);
     return input;
   }
   result.compute.estimators = describe_estimators(scenario.compute);
@@ -304,7 +306,7 @@ RunResult run_scenario(pdes::Communicator& communicator, const config::Scenario&
   const auto start = std::chrono::steady_clock::now();
   RunResult result;
   system::SimulationInput input;
-  pdes::run_collectively(communicator, [&] { input = prepare_simulation(scenario, result); });
+  pdes::run_collectively(communicator, [&] { input = prepare_simulation(scenario, result, &communicator); });
   // The trace file is created before the run, so that a path that cannot be written fails first.
   std::unique_ptr<trace::Writer> writer;
   system::TraceRecord record;

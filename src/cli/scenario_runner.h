@@ -30,8 +30,11 @@ struct RunResult {
 };
 
 // Loads the hardware preset and the workload and costs every op: what system::simulate needs. The
-// result's compute statistics and warnings are filled in. Throws OrreryError (on this process only).
-system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result);
+// result's compute statistics and warnings are filled in. Throws OrreryError. With a communicator,
+// every process of it calls this together: a Chakra job's traces are then read in blocks, one per
+// process, and an error is the same on every process.
+system::SimulationInput prepare_simulation(const config::Scenario& scenario, RunResult& result,
+                                           pdes::Communicator* communicator = nullptr);
 
 // Runs the scenario on `communicator` (every process calls it with the same scenario). Set-up
 // errors are agreed across processes (run_collectively), so they never leave a process waiting.

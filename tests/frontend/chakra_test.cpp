@@ -1,21 +1,25 @@
 // Chakra execution traces (frontend/chakra): the reader on ASTRA-sim's own files and on traces
 // written here with protobuf (every integer width, gzip, each malformed case), and the programs
 // load_workload builds (ranks that share a graph, durations, groups, point-to-point channels).
-#include <gtest/gtest.h>
-
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "et_def.pb.h"
 #include "frontend/chakra/trace.h"
 #include "frontend/chakra/workload.h"
 #include "frontend/chakra/writer.h"
+#include "pdes/in_process_group.h"
 #include "workload/collectives.h"
+#include "workload/dump.h"
 
 namespace orrery::frontend::chakra {
 namespace {
@@ -709,6 +713,137 @@ TEST_F(ChakraTest, InconsistentJobsAreRefusedWithRanksAndNodes) {
   auto absent = load_workload(none);
   ASSERT_FALSE(absent);
   EXPECT_EQ(absent.error().code, ErrorCode::kIo);
+}
+
+// Loads the job on `processes` in-process processes that read it together; each one's outcome.
+std::vector<Result<Workload>> load_together(const WorkloadOptions& options, std::uint32_t processes) {
+  std::vector<std::optional<Result<Workload>>> outcomes(processes);
+  pdes::InProcessGroup group(processes);
+  group.run([&](pdes::Communicator& communicator) {
+    outcomes[communicator.rank()] = load_workload(options, &communicator);
+  });
+  std::vector<Result<Workload>> out;
+  for (auto& outcome : outcomes) {
+    out.push_back(std::move(*outcome));
+  }
+  return out;
+}
+
+// Everything the system layer takes from a loaded job, as text.
+std::string describe_job(const Workload& job) {
+  std::string text = fmt::format("{} ranks\n", job.ranks);
+  for (const Program& p : job.programs) {
+    text +=
+        fmt::format("program {} ranks {}\n{}", p.label, fmt::join(p.ranks, ","), workload::dump(*p.program));
+    for (const NodeCost& c : p.costs) {
+      text += fmt::format("cost {} {} {} {}\n", static_cast<int>(c.kind), c.duration_ps, c.num_ops,
+                          c.tensor_size);
+    }
+    for (const auto& [op, groups] : p.joint_groups) {
+      text += fmt::format("joint {}: {}\n", op, groups->size());
+    }
+  }
+  for (const std::string& warning : job.warnings) {
+    text += "warning " + warning + "\n";
+  }
+  return text;
+}
+
+// Processes that load a job together each read a block of the ranks' files, exchange signatures,
+// peers and duration extremes, and all build the job one process builds alone: one shared graph
+// (the send/recv ring), durations that differ (the slowest rank is in another process's block),
+// graphs split for their peers (each split graph's durations again from its own ranks), joint
+// collectives; with more processes than ranks too (some read nothing).
+TEST_F(ChakraTest, ProcessesLoadingTogetherBuildTheJobOneProcessBuilds) {
+  std::vector<std::string> prefixes = {
+      (kData / "custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce").string(),
+      (kData / "microbenchmarks/all_to_all/16npus_1MB/all_to_all").string()};
+  const auto p2p = [](TraceWriter& w, std::uint64_t id, pb::NodeType type, std::int32_t peer,
+                      std::vector<std::uint64_t> deps) {
+    pb::Node& n = w.add(id, type, std::move(deps));
+    attr_int64(n, "comm_size", 64);
+    attr_int32(n, type == pb::COMM_SEND_NODE ? "comm_dst" : "comm_src", peer);
+    attr_int32(n, "comm_tag", 0);
+  };
+  for (int rank = 0; rank < 5; ++rank) {  // a shift 0 -> 1 -> 2 -> 3 -> 4, then an all-reduce over all
+    TraceWriter w;
+    w.add(0, pb::COMP_NODE).set_duration_micros(10 + 3 * rank);
+    if (rank > 0) {
+      p2p(w, 1, pb::COMM_RECV_NODE, rank - 1, {});
+    }
+    if (rank < 4) {
+      p2p(w, 2, pb::COMM_SEND_NODE, rank + 1, {0});
+    }
+    pb::Node& c = w.add(3, pb::COMM_COLL_NODE, {0});
+    attr_int64(c, "comm_type", 0);
+    attr_int64(c, "comm_size", 4096);
+    w.write(file(rank));
+  }
+  prefixes.push_back(prefix());
+  const fs::path differ = dir_ / "d";
+  for (int rank = 0; rank < 6; ++rank) {  // one graph; rank 4's node is the slowest
+    TraceWriter w;
+    w.add(0, pb::COMP_NODE).set_duration_micros(rank == 4 ? 20 : 5 + rank);
+    pb::Node& c = w.add(1, pb::COMM_COLL_NODE, {0});
+    attr_int64(c, "comm_type", 2);
+    attr_int64(c, "comm_size", 256);
+    w.write(differ.string() + "." + std::to_string(rank) + ".et");
+  }
+  prefixes.push_back(differ.string());
+  for (const std::string& job : prefixes) {
+    SCOPED_TRACE(job);
+    WorkloadOptions options;
+    options.prefix = job;
+    auto alone = load_workload(options);
+    ASSERT_TRUE(alone) << alone.error().render();
+    const std::string expected = describe_job(alone.value());
+    for (const std::uint32_t processes : {2U, 3U, 7U}) {
+      const auto together = load_together(options, processes);
+      for (std::uint32_t p = 0; p < processes; ++p) {
+        ASSERT_TRUE(together[p]) << processes << " processes, process " << p << ": "
+                                 << together[p].error().render();
+        EXPECT_EQ(describe_job(together[p].value()), expected) << processes << " processes, process " << p;
+      }
+    }
+  }
+}
+
+// Every process returns the error of the lowest rank that has one, whichever process read it.
+TEST_F(ChakraTest, ProcessesLoadingTogetherAgreeOnTheLowestRanksError) {
+  for (int rank = 0; rank < 6; ++rank) {
+    TraceWriter w;
+    if (rank == 3) {
+      w.add(0, pb::COMP_NODE, {9});  // a dependency on a node that is not there
+    } else if (rank == 5) {
+      pb::Node& c = w.add(0, pb::COMM_COLL_NODE);  // REDUCE, unsupported
+      attr_int64(c, "comm_type", 1);
+      attr_int64(c, "comm_size", 8);
+    } else {
+      w.add(0, pb::COMP_NODE).set_duration_micros(1);
+    }
+    w.write(file(rank));
+  }
+  WorkloadOptions options;
+  options.prefix = prefix();
+  const auto alone = load_workload(options);
+  ASSERT_FALSE(alone);
+  EXPECT_NE(alone.error().message.find(file(3)), std::string::npos) << alone.error().message;
+  for (const std::uint32_t processes : {2U, 4U}) {
+    const auto together = load_together(options, processes);
+    for (std::uint32_t p = 0; p < processes; ++p) {
+      ASSERT_FALSE(together[p]) << processes << " processes, process " << p;
+      EXPECT_EQ(together[p].error().code, alone.error().code);
+      EXPECT_EQ(together[p].error().render(), alone.error().render())
+          << processes << " processes, process " << p;
+    }
+  }
+  fs::remove(file(0));  // a missing first file, which every process reads (it holds the first graph)
+  const auto missing = load_workload(options);
+  ASSERT_FALSE(missing);
+  for (const auto& outcome : load_together(options, 3)) {
+    ASSERT_FALSE(outcome);
+    EXPECT_EQ(outcome.error().render(), missing.error().render());
+  }
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -209,6 +212,134 @@ Result<std::vector<std::uint32_t>> dependency_order(const Trace& trace) {
   return order;
 }
 
+// The graph signature of a checked trace (node_signature over its nodes).
+std::uint64_t graph_signature(const Trace& trace) {
+  std::uint64_t signature = hash_combine(0, trace.nodes.size());
+  for (const Node& n : trace.nodes) {
+    signature = node_signature(n, signature);
+  }
+  return signature;
+}
+
+// Two traces with the same signature must hold the same graph: a 64-bit collision between two
+// different graphs is refused rather than merged.
+Result<bool> same_graph(const Trace& first, const Trace& other) {
+  if (first.nodes.size() == other.nodes.size() &&
+      std::equal(first.nodes.begin(), first.nodes.end(), other.nodes.begin(), same_graph_node)) {
+    return true;
+  }
+  return unsupported(
+      fmt::format("{}: its graph differs from that of {} but has the same 64-bit signature; ranks "
+                  "are grouped by signature, so this job cannot be loaded",
+                  other.path, first.path));
+}
+
+void accumulate_durations(const Trace& trace, std::vector<std::uint64_t>& max,
+                          std::vector<std::uint64_t>& min) {
+  for (const Node& n : trace.nodes) {
+    const std::uint64_t micros = n.duration_micros.value_or(0);
+    max[n.index] = std::max(max[n.index], micros);
+    min[n.index] = std::min(min[n.index], micros);
+  }
+}
+
+// Bytes the loading processes exchange (load_workload with a communicator): words in host order (the
+// processes of one run execute the same binary) and length-prefixed strings.
+class WireWriter {
+ public:
+  void u64(std::uint64_t value) { bytes_.append(reinterpret_cast<const char*>(&value), sizeof value); }
+  void text(std::string_view text) {
+    u64(text.size());
+    bytes_.append(text);
+  }
+  void append(const WireWriter& other) { bytes_ += other.bytes_; }
+  std::string take() { return std::move(bytes_); }
+
+ private:
+  std::string bytes_;
+};
+
+class WireReader {
+ public:
+  explicit WireReader(std::string_view bytes) : bytes_(bytes) {}
+  [[nodiscard]] bool done() const { return at_ == bytes_.size(); }
+  std::uint64_t u64() {
+    ORRERY_ASSERT(at_ + sizeof(std::uint64_t) <= bytes_.size(), "a loading process's message is complete");
+    std::uint64_t value = 0;
+    std::memcpy(&value, bytes_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+  std::string text() {
+    const std::uint64_t size = u64();
+    ORRERY_ASSERT(at_ + size <= bytes_.size(), "a loading process's message is complete");
+    std::string text(bytes_.substr(at_, size));
+    at_ += size;
+    return text;
+  }
+
+ private:
+  std::string_view bytes_;
+  std::size_t at_ = 0;
+};
+
+// A rank whose trace could not be loaded, and why.
+struct Failure {
+  std::uint32_t rank = 0;
+  Error error;
+};
+
+void keep_lowest(std::optional<Failure>& lowest, std::optional<Failure> failure) {
+  if (failure && (!lowest || failure->rank < lowest->rank)) {
+    lowest = std::move(failure);
+  }
+}
+
+void write_failure(WireWriter& out, const std::optional<Failure>& failure) {
+  out.u64(failure ? 1 : 0);
+  if (!failure) {
+    return;
+  }
+  const Error& e = failure->error;
+  out.u64(failure->rank);
+  out.u64(static_cast<std::uint64_t>(e.code));
+  out.text(e.message);
+  out.u64(e.where ? 1 : 0);
+  if (e.where) {
+    out.text(e.where->file);
+    out.u64(e.where->line);
+    out.u64(e.where->column);
+    out.text(e.where->line_text);
+  }
+  out.u64(e.notes.size());
+  for (const std::string& note : e.notes) {
+    out.text(note);
+  }
+}
+
+std::optional<Failure> read_failure(WireReader& in) {
+  if (in.u64() == 0) {
+    return std::nullopt;
+  }
+  Failure failure;
+  failure.rank = static_cast<std::uint32_t>(in.u64());
+  failure.error.code = static_cast<ErrorCode>(in.u64());
+  failure.error.message = in.text();
+  if (in.u64() != 0) {
+    SourceLocation where;
+    where.file = in.text();
+    where.line = static_cast<std::uint32_t>(in.u64());
+    where.column = static_cast<std::uint32_t>(in.u64());
+    where.line_text = in.text();
+    failure.error.where = std::move(where);
+  }
+  const std::uint64_t notes = in.u64();
+  for (std::uint64_t i = 0; i < notes; ++i) {
+    failure.error.notes.push_back(in.text());
+  }
+  return failure;
+}
+
 // Ranks that share one graph: the first rank's trace, and per node the largest duration and
 // each rank's peer (send and recv nodes).
 struct Group {
@@ -221,7 +352,13 @@ struct Group {
 
 class Builder {
  public:
-  Builder(const WorkloadOptions& options, std::uint32_t ranks) : options_(options), ranks_(ranks), all_ranks_(ranks) {
+  Builder(const WorkloadOptions& options, pdes::Communicator* communicator, std::uint32_t ranks)
+      : options_(options),
+        communicator_(communicator),
+        process_(communicator != nullptr ? communicator->rank() : 0),
+        processes_(communicator != nullptr ? communicator->size() : 1),
+        ranks_(ranks),
+        all_ranks_(ranks) {
     std::iota(all_ranks_.begin(), all_ranks_.end(), 0U);
   }
 
@@ -267,54 +404,144 @@ class Builder {
     return true;
   }
 
-  // Reads every rank, grouping ranks with the same graph.
+  // Reads this process's block of ranks and agrees with the other processes on the
+  // graphs: ranks with the same graph form a group, in order of their first rank.
   Result<bool> read_ranks(std::vector<std::string>& warnings) {
-    std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> by_signature;
-    for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
-      auto read = read_trace(trace_file(options_.prefix, rank));
-      if (!read) {
-        return read.error();
+    // What this process read, by graph signature: the first of its ranks with the graph (its
+    // trace) and the duration extremes over all of them.
+    struct Local {
+      std::uint32_t first_rank = 0;
+      Trace trace;
+      std::vector<std::uint64_t> max_duration;
+      std::vector<std::uint64_t> min_duration;
+    };
+    std::map<std::uint64_t, Local> local;
+    WireWriter mine;  // (rank, signature) per rank, then (rank, node, peer) per send and recv node
+    WireWriter peers;
+    std::uint64_t read = 0;
+    std::optional<Failure> failure;
+    for (std::uint32_t rank = first_owned(process_); rank < first_owned(process_ + 1); ++rank) {
+      auto loaded = read_checked(rank);
+      if (!loaded) {
+        failure = Failure{rank, loaded.error()};
+        break;
       }
-      Trace& trace = read.value();
-      if (auto checked = check_trace(trace, rank, ranks_); !checked) {
-        return checked.error();
+      Trace& trace = loaded.value();
+      const std::uint64_t signature = graph_signature(trace);
+      auto [it, inserted] = local.try_emplace(signature);
+      Local& l = it->second;
+      if (inserted) {
+        l.first_rank = rank;
+        l.max_duration.assign(trace.nodes.size(), 0);
+        l.min_duration.assign(trace.nodes.size(), ~0ULL);
+      } else if (auto same = same_graph(l.trace, trace); !same) {
+        failure = Failure{rank, same.error()};
+        break;
       }
-      std::uint64_t signature = hash_combine(0, trace.nodes.size());
+      accumulate_durations(trace, l.max_duration, l.min_duration);
       for (const Node& n : trace.nodes) {
-        signature = node_signature(n, signature);
-      }
-      std::uint32_t group = kNone;
-      for (const std::uint32_t candidate : by_signature[signature]) {
-        const Trace& other = groups_[candidate].trace;
-        if (other.nodes.size() == trace.nodes.size() &&
-            std::equal(other.nodes.begin(), other.nodes.end(), trace.nodes.begin(), same_graph_node)) {
-          group = candidate;
-          break;
-        }
-      }
-      const bool first_of_group = group == kNone;  // its trace moves into the new group
-      if (first_of_group) {
-        group = static_cast<std::uint32_t>(groups_.size());
-        by_signature[signature].push_back(group);
-        Group g;
-        g.max_duration.assign(trace.nodes.size(), 0);
-        g.min_duration.assign(trace.nodes.size(), ~0ULL);
-        g.peers.resize(trace.nodes.size());
-        g.trace = std::move(trace);
-        groups_.push_back(std::move(g));
-      }
-      Group& g = groups_[group];
-      const Trace& mine = first_of_group ? g.trace : trace;
-      for (const Node& n : mine.nodes) {
-        const std::uint64_t micros = n.duration_micros.value_or(0);
-        g.max_duration[n.index] = std::max(g.max_duration[n.index], micros);
-        g.min_duration[n.index] = std::min(g.min_duration[n.index], micros);
         if (is_device_comm(n) && n.type != NodeType::kCollective) {
-          g.peers[n.index].push_back(n.type == NodeType::kSend ? *n.comm_dst : *n.comm_src);
+          peers.u64(rank);
+          peers.u64(n.index);
+          peers.u64(n.type == NodeType::kSend ? *n.comm_dst : *n.comm_src);
         }
       }
-      g.ranks.push_back(rank);
-      group_of_.push_back(group);
+      mine.u64(rank);
+      mine.u64(signature);
+      ++read;
+      if (inserted) {
+        l.trace = std::move(trace);
+      }
+    }
+    // Exchange 1: every rank's signature and peers; or the lowest rank's error.
+    WireWriter payload;
+    write_failure(payload, failure);
+    payload.u64(read);
+    payload.append(mine);
+    payload.append(peers);
+    std::vector<std::uint64_t> signature_of(ranks_, 0);
+    std::vector<std::array<std::uint32_t, 3>> peer_records;  // (rank, node, peer)
+    std::optional<Failure> lowest;
+    for (const std::string& bytes : gather(payload.take())) {
+      WireReader in(bytes);
+      keep_lowest(lowest, read_failure(in));
+      const std::uint64_t count = in.u64();
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const auto rank = static_cast<std::uint32_t>(in.u64());
+        signature_of[rank] = in.u64();
+      }
+      while (!in.done()) {
+        const auto rank = static_cast<std::uint32_t>(in.u64());
+        const auto node = static_cast<std::uint32_t>(in.u64());
+        peer_records.push_back({rank, node, static_cast<std::uint32_t>(in.u64())});
+      }
+    }
+    if (lowest) {
+      return lowest->error;
+    }
+    // The groups, in order of their first rank (the same on every process).
+    std::unordered_map<std::uint64_t, std::uint32_t> group_of_signature;
+    group_of_.assign(ranks_, kNone);
+    std::vector<std::uint32_t> position(ranks_, 0);
+    for (std::uint32_t rank = 0; rank < ranks_; ++rank) {
+      const auto [it, inserted] =
+          group_of_signature.try_emplace(signature_of[rank], static_cast<std::uint32_t>(groups_.size()));
+      if (inserted) {
+        groups_.emplace_back();
+      }
+      position[rank] = static_cast<std::uint32_t>(groups_[it->second].ranks.size());
+      groups_[it->second].ranks.push_back(rank);
+      group_of_[rank] = it->second;
+    }
+    // Every process holds each group's first trace: its own, or read here. A graph this process
+    // read under the same signature must be that graph exactly.
+    for (Group& g : groups_) {
+      const auto mine_of = local.find(signature_of[g.ranks.front()]);
+      if (mine_of != local.end() && mine_of->second.first_rank == g.ranks.front()) {
+        g.trace = std::move(mine_of->second.trace);
+        continue;
+      }
+      auto loaded = read_checked(g.ranks.front());
+      if (!loaded) {
+        keep_lowest(failure, Failure{g.ranks.front(), loaded.error()});
+        break;
+      }
+      g.trace = std::move(loaded.value());
+      if (mine_of != local.end()) {
+        if (auto same = same_graph(g.trace, mine_of->second.trace); !same) {
+          keep_lowest(failure, Failure{mine_of->second.first_rank, same.error()});
+        }
+      }
+    }
+    if (auto agreed = agree(failure); !agreed) {
+      return agreed.error();
+    }
+    for (Group& g : groups_) {
+      g.peers.resize(g.trace.nodes.size());
+      for (const Node& n : g.trace.nodes) {
+        if (is_device_comm(n) && n.type != NodeType::kCollective) {
+          g.peers[n.index].assign(g.ranks.size(), kNone);
+        }
+      }
+    }
+    for (const auto& [rank, node, peer] : peer_records) {
+      groups_[group_of_[rank]].peers[node][position[rank]] = peer;
+    }
+    // Exchange 2: the duration extremes per group and node.
+    std::vector<std::uint32_t> all(groups_.size());
+    std::iota(all.begin(), all.end(), 0U);
+    auto reduced = reduce_durations(all,
+                                    [&](std::uint32_t p, std::vector<std::uint64_t>& max,
+                                        std::vector<std::uint64_t>& min) -> std::optional<Failure> {
+                                      const auto found = local.find(signature_of[groups_[p].ranks.front()]);
+                                      if (found != local.end()) {
+                                        max = std::move(found->second.max_duration);
+                                        min = std::move(found->second.min_duration);
+                                      }
+                                      return std::nullopt;
+                                    });
+    if (!reduced) {
+      return reduced.error();
     }
     if (auto split = split_for_point_to_point(); !split) {
       return split.error();
@@ -418,36 +645,52 @@ class Builder {
         }
       }
     }
+    // A split group's first trace (every process reads it), and its durations again from its own
+    // ranks (each process its block of them).
+    std::optional<Failure> failure;
     for (const std::uint32_t p : split) {
       Group& g = groups_[p];
-      const std::size_t nodes = g.peers.size();
-      g.max_duration.assign(nodes, 0);
-      g.min_duration.assign(nodes, ~0ULL);
-      for (std::size_t d = 0; d < g.ranks.size(); ++d) {
-        const bool have = d == 0 && !g.trace.nodes.empty();
-        Result<Trace> read = have ? Result<Trace>(Trace{}) : read_trace(trace_file(options_.prefix, g.ranks[d]));
-        if (!read) {
-          return read.error();
-        }
-        if (!have && read.value().nodes.size() != nodes) {
-          return invalid(fmt::format("{}: has {} nodes now but had {} when first read (the file changed)",
-                                     read.value().path, read.value().nodes.size(), nodes));
-        }
-        if (d == 0 && !have) {
-          if (auto checked = check_trace(read.value(), g.ranks[d], ranks_); !checked) {
-            return checked.error();
-          }
-          g.trace = std::move(read.value());
-        }
-        const Trace& trace = d == 0 ? g.trace : read.value();
-        for (const Node& n : trace.nodes) {
-          const std::uint64_t micros = n.duration_micros.value_or(0);
-          g.max_duration[n.index] = std::max(g.max_duration[n.index], micros);
-          g.min_duration[n.index] = std::min(g.min_duration[n.index], micros);
-        }
+      if (!g.trace.nodes.empty()) {
+        continue;
       }
+      auto loaded = read_checked(g.ranks.front());
+      if (!loaded) {
+        keep_lowest(failure, Failure{g.ranks.front(), loaded.error()});
+        continue;
+      }
+      if (loaded.value().nodes.size() != g.peers.size()) {
+        keep_lowest(failure, Failure{g.ranks.front(), changed_file(loaded.value(), g.peers.size())});
+        continue;
+      }
+      g.trace = std::move(loaded.value());
     }
-    return true;
+    if (auto agreed = agree(failure); !agreed) {
+      return agreed.error();
+    }
+    const std::vector<std::uint32_t> again(split.begin(), split.end());
+    return reduce_durations(again,
+                            [&](std::uint32_t p, std::vector<std::uint64_t>& max,
+                                std::vector<std::uint64_t>& min) -> std::optional<Failure> {
+                              const Group& g = groups_[p];
+                              for (const std::uint32_t rank : g.ranks) {
+                                if (!owned(rank)) {
+                                  continue;
+                                }
+                                if (rank == g.ranks.front()) {
+                                  accumulate_durations(g.trace, max, min);
+                                  continue;
+                                }
+                                auto loaded = read_trace(trace_file(options_.prefix, rank));
+                                if (!loaded) {
+                                  return Failure{rank, loaded.error()};
+                                }
+                                if (loaded.value().nodes.size() != g.peers.size()) {
+                                  return Failure{rank, changed_file(loaded.value(), g.peers.size())};
+                                }
+                                accumulate_durations(loaded.value(), max, min);
+                              }
+                              return std::nullopt;
+                            });
   }
 
   Result<Workload> build(std::vector<std::string> warnings) {
@@ -486,6 +729,105 @@ class Builder {
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffU;
+
+  // --- loading together (load_workload with a communicator)
+  // ----------------------------------------------------------------- Ranks [first_owned(p), first_owned(p +
+  // 1)) are process p's to read.
+  [[nodiscard]] std::uint32_t first_owned(std::uint32_t process) const {
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ranks_) * process / processes_);
+  }
+  [[nodiscard]] bool owned(std::uint32_t rank) const {
+    return rank >= first_owned(process_) && rank < first_owned(process_ + 1);
+  }
+
+  std::vector<std::string> gather(std::string bytes) const {
+    if (communicator_ == nullptr) {
+      return {std::move(bytes)};
+    }
+    const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
+    std::vector<std::string> out;
+    for (const pdes::ByteBuffer& buffer :
+         communicator_->allgather(pdes::ByteBuffer(data, data + bytes.size()))) {
+      out.emplace_back(reinterpret_cast<const char*>(buffer.data()), buffer.size());
+    }
+    return out;
+  }
+
+  // The processes agree on the outcome of a phase: the error of the lowest failing rank, which
+  // every process then returns.
+  Result<bool> agree(const std::optional<Failure>& failure) const {
+    WireWriter out;
+    write_failure(out, failure);
+    std::optional<Failure> lowest;
+    for (const std::string& bytes : gather(out.take())) {
+      WireReader in(bytes);
+      keep_lowest(lowest, read_failure(in));
+    }
+    if (lowest) {
+      return lowest->error;
+    }
+    return true;
+  }
+
+  // The per-node duration extremes of the groups `which` over every rank of them: `fill(p, max,
+  // min)` gives this process's part (left at 0 and ~0 where it read none), one MIN reduction the
+  // rest (the maxima as complements).
+  Result<bool> reduce_durations(
+      const std::vector<std::uint32_t>& which,
+      const std::function<std::optional<Failure>(std::uint32_t, std::vector<std::uint64_t>&,
+                                                 std::vector<std::uint64_t>&)>& fill) {
+    std::optional<Failure> failure;
+    std::vector<std::uint64_t> values;
+    for (const std::uint32_t p : which) {
+      const std::size_t nodes = groups_[p].trace.nodes.size();
+      std::vector<std::uint64_t> max(nodes, 0);
+      std::vector<std::uint64_t> min(nodes, ~0ULL);
+      if (!failure) {
+        failure = fill(p, max, min);
+      }
+      ORRERY_ASSERT(max.size() == nodes && min.size() == nodes, "a group's durations cover its nodes");
+      for (const std::uint64_t m : max) {
+        values.push_back(~m);
+      }
+      values.insert(values.end(), min.begin(), min.end());
+    }
+    if (auto agreed = agree(failure); !agreed) {
+      return agreed.error();
+    }
+    if (communicator_ != nullptr) {
+      communicator_->allreduce_min(values);
+    }
+    std::size_t at = 0;
+    for (const std::uint32_t p : which) {
+      Group& g = groups_[p];
+      const std::size_t nodes = g.trace.nodes.size();
+      g.max_duration.resize(nodes);
+      g.min_duration.resize(nodes);
+      for (std::size_t i = 0; i < nodes; ++i) {
+        g.max_duration[i] = ~values[at + i];
+        g.min_duration[i] = values[at + nodes + i];
+      }
+      at += 2 * nodes;
+    }
+    return true;
+  }
+
+  // A rank's trace, read and checked.
+  Result<Trace> read_checked(std::uint32_t rank) const {
+    auto read = read_trace(trace_file(options_.prefix, rank));
+    if (!read) {
+      return read.error();
+    }
+    if (auto checked = check_trace(read.value(), rank, ranks_); !checked) {
+      return checked.error();
+    }
+    return read;
+  }
+
+  static Error changed_file(const Trace& trace, std::size_t nodes) {
+    return invalid(fmt::format("{}: has {} nodes now but had {} when first read (the file changed)",
+                               trace.path, trace.nodes.size(), nodes));
+  }
 
   // Node n of group g as seen in the file of the group's d-th rank: the ranks of a group share the
   // graph (node positions) but not the ids, names and byte offsets, which are the first rank's.
@@ -872,6 +1214,9 @@ class Builder {
   }
 
   const WorkloadOptions& options_;
+  pdes::Communicator* communicator_;  // null: this process loads alone
+  std::uint32_t process_;
+  std::uint32_t processes_;
   std::uint32_t ranks_;
   std::vector<std::uint32_t> all_ranks_;  // 0 .. ranks_ - 1
   std::map<std::string, std::vector<std::uint32_t>> comm_groups_;
@@ -937,7 +1282,7 @@ class Builder {
 
 }  // namespace
 
-Result<Workload> load_workload(const WorkloadOptions& options) {
+Result<Workload> load_workload(const WorkloadOptions& options, pdes::Communicator* communicator) {
   std::uint32_t ranks = options.ranks;
   if (ranks == 0) {
     while (std::filesystem::exists(trace_file(options.prefix, ranks))) {
@@ -951,7 +1296,7 @@ Result<Workload> load_workload(const WorkloadOptions& options) {
                    {}};
     }
   }
-  Builder builder(options, ranks);
+  Builder builder(options, communicator, ranks);
   if (auto loaded = builder.load_comm_groups(); !loaded) {
     return loaded.error();
   }

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "pdes/communicator.h"
 #include "util/result.h"
 #include "workload/collectives.h"
 #include "workload/program.h"
@@ -71,7 +72,15 @@ struct Workload {
   std::vector<std::string> warnings;
 };
 
-// Reads every rank's trace and builds the programs. Errors name the file and node (or ranks).
-Result<Workload> load_workload(const WorkloadOptions& options);
+// Reads the ranks' traces and builds the programs. Errors name the file and node (or ranks).
+//
+// With a communicator (the MPI processes of a run), the processes load the job together: each
+// reads, decodes and checks only its block of the ranks' files (ranks [R p / P, R (p + 1) / P) of R
+// on process p of P); they exchange each rank's graph signature and point-to-point peers and reduce
+// the per-node duration extremes, and every process reads the first file of each distinct graph
+// itself, so all of them build the same programs. An error is the same on every process: that of
+// the lowest rank that has one. Every process of the communicator calls this with the same
+// options. Without one, this process reads every file.
+Result<Workload> load_workload(const WorkloadOptions& options, pdes::Communicator* communicator = nullptr);
 
 }  // namespace orrery::frontend::chakra
