@@ -16,6 +16,7 @@
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 
 #include "network/engine_network.h"
@@ -248,6 +249,7 @@ struct RankState {
   std::set<std::uint32_t> ready_comm;
   std::vector<std::uint32_t> next_comm;     // per comm queue: its next collective's position in the queue
   std::vector<std::uint32_t> queue_active;  // per comm queue: its collectives launching or running
+  bool comm_changed = false;  // a collective became ready or a queue's stream freed since the last issue pass
   std::vector<std::uint32_t> ready_peer;
   bool compute_busy = false;
   std::uint32_t running_op = 0;
@@ -421,6 +423,7 @@ class SystemModel {
             --rank.launching;
             --rank.active_comm;  // counted again by start_collective, or the op completes at once
             --rank.queue_active[queue_of(rank, payload.op)];
+            rank.comm_changed = true;
             start_collective(engine, lp, rank, payload.op, payload.issued_at);
           } else if constexpr (std::is_same_v<T, PeerLaunched>) {
             --rank.peer_launching;
@@ -617,7 +620,10 @@ class SystemModel {
   void make_ready(RankState& rank, std::uint32_t op) {
     switch (programs_[rank.program]->graph().op(op).kind) {
       case ExecKind::kCompute: rank.ready_compute.push(op); break;
-      case ExecKind::kCollective: rank.ready_comm.insert(op); break;
+      case ExecKind::kCollective:
+        rank.ready_comm.insert(op);
+        rank.comm_changed = true;
+        break;
       case ExecKind::kSend:
       case ExecKind::kRecv: rank.ready_peer.push_back(op); break;
     }
@@ -653,8 +659,11 @@ class SystemModel {
     }
     // Each queue issues its ready collectives in its order while it has a free stream; queues are
     // visited in a fixed order, so the issue order of one instant is deterministic.
+    // Only a newly ready collective or a freed stream lets a queue issue: the pass runs after one
+    // (what it changes itself marks the rank for another settle).
     const CommQueueSet& queues = queues_[rank.program];
-    for (std::size_t q = 0; q < queues.order.size(); ++q) {
+    const bool changed = std::exchange(rank.comm_changed, false);
+    for (std::size_t q = 0; changed && q < queues.order.size(); ++q) {
       const std::vector<std::uint32_t>& order = queues.order[q];
       while (rank.queue_active[q] < scenario_.system.comm_streams && rank.next_comm[q] < order.size() &&
              rank.ready_comm.contains(order[rank.next_comm[q]])) {
@@ -1111,6 +1120,7 @@ class SystemModel {
     rank.runs.erase(run_key(ordinal, run.training_step));
     --rank.active_comm;
     --rank.queue_active[queue_of(rank, op)];
+    rank.comm_changed = true;
     record_op(rank, op, engine.now() - issued);
     complete(engine, lp, rank, op);
   }
