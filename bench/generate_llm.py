@@ -41,6 +41,8 @@ CASES = [
     ("llama3-8b, ZeRO-1 dp 256, 256 GPUs", ["--model", "llama3-8b", "--dp", "256", "--distributed-optimizer",
                                             "--seq", "8192"], [], 1),
     ("llama3-8b, FSDP dp 256, 256 GPUs", ["--model", "llama3-8b", "--dp", "256", "--fsdp", "--seq", "8192"], [], 1),
+    ("llama3-8b, HSDP dp 256 (FSDP within each node of 8, replicated across the 32 nodes), 256 GPUs",
+     ["--model", "llama3-8b", "--dp", "256", "--fsdp", "--shard-group", "8", "--seq", "8192"], [], 1),
     ("mixtral-8x7b, tp 2 (SP) x pp 4 x dp 32, ep 8, 256 GPUs",
      ["--model", "mixtral-8x7b", "--tp", "2", "--sequence-parallel", "--pp", "4", "--dp", "32", "--ep", "8",
       "--micro-batches", "16", "--seq", "4096"], [], 1),

@@ -194,6 +194,11 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--fsdp", a->fsdp,
                 "FSDP (ZeRO-3): shard the weights too; gather each layer before use, reduce-scatter its "
                 "gradients every microbatch");
+  llm->add_option(
+         "--shard-group", a->job.shard_group,
+         "Hybrid sharding (FSDP's HSDP, Megatron's partial distributed optimizer): shard over groups "
+         "of this many replicas and all-reduce the gradient shards across the groups (0: over all)")
+      ->capture_default_str();
   llm->add_option("--bucket-elements", a->job.bucket_elements,
                   "Gradient elements per data-parallel bucket (0: Megatron's max(40M, 1M x dp))")
       ->capture_default_str();

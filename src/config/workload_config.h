@@ -134,6 +134,7 @@ struct LlmWorkloadConfig {
   bool sequence_parallel = false;
   bool distributed_optimizer = false;
   bool fsdp = false;
+  std::uint32_t shard_group = 0;
   bool fp8 = false;
   LlmGradTypeConfig grad_dtype = LlmGradTypeConfig::kF32;
   std::uint64_t bucket_elements = 0;
@@ -174,6 +175,11 @@ struct LlmWorkloadConfig {
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
     v("fsdp", fsdp, "FSDP (ZeRO-3): weights, gradients and optimizer state sharded over the replicas.");
+    v("shard_group", shard_group,
+      "Hybrid sharding (FSDP's HSDP; Megatron's partial distributed optimizer): what distributed_optimizer "
+      "or "
+      "fsdp shards is sharded over groups of this many replicas and the gradient shards all-reduced across "
+      "the groups; 0: over all of them.");
     v("fp8", fp8, "FP8 linear layers (E4M3 forward, E5M2 gradients; Transformer Engine's delayed scaling).");
     v("grad_dtype", grad_dtype, "Gradient accumulation and data-parallel reduction type.");
     v("bucket_elements", bucket_elements,

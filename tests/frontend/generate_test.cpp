@@ -37,6 +37,8 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
     job.cp = (bits % 7) < 3 ? 2 : 1;
     job.fp8 = (bits % 4) == 1;
+    // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.
+    job.shard_group = (job.zero || job.fsdp) && job.dp * job.cp == 6 && (bits % 11) < 6 ? 3 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const std::string text = stage_program(job, stage);
       const auto modules = stablehlo::testing::parse(text);
@@ -73,6 +75,8 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
     job.fp8 = (bits % 3) == 1;
     job.model.shared_ffn = (bits % 4) == 2 ? 64 : 0;
+    // Hybrid sharding in pairs where 2 divides the devices holding the same experts too.
+    job.shard_group = (job.zero || job.fsdp) && (job.dp / job.ep) * job.tp % 2 == 0 && bits % 2 == 0 ? 2 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const auto modules = stablehlo::testing::parse(stage_program(job, stage));
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;

@@ -44,6 +44,10 @@ gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-paral
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
 gen onebucket "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4
 gen zerobuckets "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 300000
+# Hybrid sharding: dp 4 in shard groups of 2.
+gen hsdpzero "${small[@]}" --dp 4 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --shard-group 2 \
+  --bucket-elements 1
+gen hsdp "${small[@]}" --dp 4 --tp 2 --pp 2 --micro-batches 4 --fsdp --shard-group 2 --bucket-elements 1
 # Mixture of experts: 8 experts, 2 per token, over expert-parallel groups of 2 replicas.
 moe=("${small[@]}" --experts 8 --top-k 2 --dp 4 --ep 2 --pp 2 --micro-batches 4 --bucket-elements 1)
 gen moe "${moe[@]}" --tp 2 --sequence-parallel
@@ -66,9 +70,16 @@ gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared; do
+for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
+  hsdp; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
+      fail "inspect $name stage $s"
+  done
+done
+for name in hsdpzero hsdp; do  # the collectives' counts and group sizes
+  for s in 0 1; do
+    "$orrery" inspect "$work/$name/stage_$s.mlir" --json > "$work/$name.collectives$s.json" ||
       fail "inspect $name stage $s"
   done
 done
@@ -94,6 +105,9 @@ run seqpar seqpar
 run seqpar seqpar_np2 2
 run zerobuckets zerobuckets
 run zerobuckets zerobuckets_np2 2
+run hsdpzero hsdpzero
+run hsdp hsdp
+run hsdp hsdp_np2 2
 for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved; do run "$name" "$name"; done
 run interleaved interleaved_np2 2
 for s in 0 1 2 3; do
@@ -175,6 +189,13 @@ expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B sch
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
   "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
+expect "a shard group without sharding" 2 "--shard-group shards what --distributed-optimizer or --fsdp shards" -- \
+  "$orrery" generate llm --model llama3-8b --dp 4 --shard-group 2 --out "$work/bad"
+expect "a shard group that does not divide dp" 2 \
+  "--shard-group 3 does not divide the 4 devices that hold the same weights (dp x cp)" -- \
+  "$orrery" generate llm --model llama3-8b --dp 4 --fsdp --shard-group 3 --out "$work/bad"
+expect "a shard group of one" 2 "--shard-group 1 shards nothing" -- \
+  "$orrery" generate llm --model llama3-8b --dp 4 --distributed-optimizer --shard-group 1 --out "$work/bad"
 expect "unknown schedule" 2 "--schedule" -- \
   "$orrery" generate llm --model llama3-8b --schedule interleaved --out "$work/bad"
 expect "workload.llm beside programs" 2 "workload.llm: give one of \`programs\`, \`chakra\` and \`llm\`" -- \

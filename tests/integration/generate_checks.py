@@ -105,6 +105,44 @@ for s in range(pp):
 print("ok   FSDP: weights and optimizer state 14 x ceil(E / dp) bytes per tensor; all-gathers and "
       "reduce-scatters per unit and microbatch")
 
+# Hybrid sharding on dp 4 in shard groups of 2 (device = replica x tp + tp index: the replicas
+# 0, 2, 4, 6 at tp index 0 form the shard groups {0, 2} and {4, 6} and the replicate groups
+# {0, 4} and {2, 6}). The distributed optimizer keeps 2 + 12 / 2 bytes per parameter and reduces
+# each gradient (one bucket each here) by a reduce-scatter over its shard group and an all-reduce
+# of its shard across the groups; FSDP keeps 14 / 2, gathers and reduce-scatters within the shard
+# group as plain FSDP does, and all-reduces each accumulated shard across the groups once.
+SG = 2
+shard_groups = "replica_groups = dense<[[0, 2], [4, 6], [1, 3], [5, 7]]> : tensor<4x2xi64>"
+replicate_groups = "replica_groups = dense<[[0, 4], [2, 6], [1, 5], [3, 7]]> : tensor<4x2xi64>"
+for name, per_tensor in (("hsdpzero", lambda e: 2 * e + 12 * -(-e // SG)), ("hsdp", lambda e: 14 * -(-e // SG))):
+    hsummary = load(f"{name}.summary")
+    for s in range(pp):
+        last = s == pp - 1
+        n = len(tensors(s))
+        expected = sum(per_tensor(e) for e in tensors(s)) + 4 * M * B * S
+        assert hsummary["memory"][s]["arguments_bytes"] == expected, (name, s, hsummary["memory"][s], expected)
+        # Counts per step (--cost); group sizes of the ops as written (plain inspect): all within
+        # shard groups of 2 but the all-reduces, whose groups of 2 are the tensor-parallel ones and
+        # the replicate groups (told apart by the text below), and the loss's over all 4 replicas.
+        comm = load(f"{name}.inspect{s}")["communication_ops"]
+        collectives = load(f"{name}.collectives{s}")["collectives"]
+        tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+        units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+        gathers = n if name == "hsdpzero" else M * (units + per_stage[s] + (1 if last else 0))
+        scatters = n if name == "hsdpzero" else M * units
+        assert comm.get("stablehlo.all_gather") == gathers, (name, s, comm, gathers)
+        assert comm.get("stablehlo.reduce_scatter") == scatters, (name, s, comm, scatters)
+        assert comm["stablehlo.all_reduce"] == tp_reduces + n, (name, s, comm, tp_reduces + n)
+        assert list(collectives["all_gather"]["group_sizes"]) == ["2"], (name, s, collectives)
+        assert list(collectives["reduce_scatter"]["group_sizes"]) == ["2"], (name, s, collectives)
+        assert collectives["all_reduce"]["group_sizes"].get("4", 0) == (1 if last else 0), (name, s, collectives)
+        with open(f"{w}/{name}/stage_{s}.mlir") as handle:
+            text = handle.read()
+        assert text.count(replicate_groups) == n, (name, s, text.count(replicate_groups), n)
+        assert text.count(shard_groups) == gathers + scatters, (name, s, text.count(shard_groups))
+print("ok   hybrid sharding: state per replica 2 + 12 / S (ZeRO-1) and 14 / S (FSDP) bytes per parameter; "
+      "gathers and reduce-scatters within shard groups, a shard all-reduce per tensor across them")
+
 # Sequence parallelism (tp 2): the same GEMMs; per layer and microbatch 2 all-gathers and 2
 # reduce-scatters forward, and backward 2 reduce-scatters and 4 all-gathers (the gradients into
 # the two regions and the two norm outputs gathered again); the embedding reduce-scatters forward
@@ -282,7 +320,8 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("fp8", "fp8_np2")):
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("fp8", "fp8_np2"),
+                 ("hsdp", "hsdp_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

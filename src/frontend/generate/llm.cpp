@@ -495,7 +495,30 @@ struct Groups {
   // index, in expert order) and the groups of devices holding the same experts.
   std::vector<std::vector<std::uint64_t>> ep;
   std::vector<std::vector<std::uint64_t>> expert_dp;
+  // Hybrid sharding (LlmJob::shard_group): each group of `dp` (`expert_dp`) cut into shard groups
+  // of consecutive members, and the replicate groups of the members at one position in them.
+  std::vector<std::vector<std::uint64_t>> dp_shard, dp_replicate, expert_shard, expert_replicate;
 };
+
+// Shard groups of `size` consecutive members of each group, and the groups of the members at one
+// position of their shard group (FSDP's HSDP mesh: replicate x shard).
+void hybrid_groups(const std::vector<std::vector<std::uint64_t>>& groups, std::uint64_t size,
+                   std::vector<std::vector<std::uint64_t>>& shard,
+                   std::vector<std::vector<std::uint64_t>>& replicate) {
+  for (const std::vector<std::uint64_t>& group : groups) {
+    for (std::size_t first = 0; first < group.size(); first += size) {
+      shard.emplace_back(group.begin() + static_cast<std::ptrdiff_t>(first),
+                         group.begin() + static_cast<std::ptrdiff_t>(first + size));
+    }
+    for (std::size_t position = 0; position < size; ++position) {
+      std::vector<std::uint64_t> across;
+      for (std::size_t member = position; member < group.size(); member += size) {
+        across.push_back(group[member]);
+      }
+      replicate.push_back(std::move(across));
+    }
+  }
+}
 
 Groups groups_of(const LlmJob& job) {
   Groups groups;
@@ -553,6 +576,10 @@ Groups groups_of(const LlmJob& job) {
       groups.expert_dp.push_back(std::move(group));
     }
   }
+  if (job.shard_group > 0) {
+    hybrid_groups(groups.dp, job.shard_group, groups.dp_shard, groups.dp_replicate);
+    hybrid_groups(groups.expert_dp, job.shard_group, groups.expert_shard, groups.expert_replicate);
+  }
   return groups;
 }
 
@@ -605,6 +632,7 @@ class StageWriter {
         std::string(job_.recompute == Recompute::kFull ? ", full activation recomputation" : "") +
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
                                  : "") +
+            (job_.shard_group > 0 ? fmt::format(", sharded over groups of {}", job_.shard_group) : "") +
             (sp() ? ", sequence parallelism" : "") + (fp8() ? ", FP8 linear layers" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c,
@@ -790,38 +818,53 @@ class StageWriter {
             (moe() && !groups_.expert_dp.empty() && groups_.expert_dp.front().size() > 1));
   }
   // The devices that hold the same copy of a parameter: its gradients are reduced over them (in
-  // buckets), and under ZeRO-1 its optimizer state is sharded over them.
+  // buckets), and under ZeRO-1 its optimizer state is sharded over them -- over the shard groups
+  // among them under hybrid sharding, whose shards the replicate groups then all-reduce.
   struct Replicas {
     const std::vector<std::vector<std::uint64_t>>* groups;
     std::uint64_t size;
+    const std::vector<std::vector<std::uint64_t>>* shard_groups;  // = groups without hybrid sharding
+    std::uint64_t shard_size;
+    const std::vector<std::vector<std::uint64_t>>* replicate_groups;  // null without hybrid sharding
   };
   Replicas replicas(const Param& p) const {
-    if (p.holder == Holder::kExpert) {
-      return {&groups_.expert_dp, static_cast<std::uint64_t>(job_.dp / job_.ep) * job_.cp * job_.tp};
+    const bool expert = p.holder == Holder::kExpert;
+    const std::uint64_t size = expert ? static_cast<std::uint64_t>(job_.dp / job_.ep) * job_.cp * job_.tp
+                                      : static_cast<std::uint64_t>(job_.dp) * job_.cp;
+    const auto* groups = expert ? &groups_.expert_dp : &groups_.dp;
+    if (job_.shard_group == 0 || job_.shard_group == size) {
+      return {groups, size, groups, size, nullptr};
     }
-    return {&groups_.dp, static_cast<std::uint64_t>(job_.dp) * job_.cp};
+    return {groups, size, expert ? &groups_.expert_shard : &groups_.dp_shard, job_.shard_group,
+            expert ? &groups_.expert_replicate : &groups_.dp_replicate};
   }
   // The optimizer state is sharded under ZeRO-1 and FSDP, the bf16 weights under FSDP only.
-  bool sharded(const Param& p) const { return (job_.zero || job_.fsdp) && replicas(p).size > 1; }
-  bool weights_sharded(const Param& p) const { return job_.fsdp && replicas(p).size > 1; }
+  bool sharded(const Param& p) const { return (job_.zero || job_.fsdp) && replicas(p).shard_size > 1; }
+  bool weights_sharded(const Param& p) const { return job_.fsdp && replicas(p).shard_size > 1; }
 
   // Reduce-scatter of whole gradients (flattened, any shape) of parameters sharing one replica
-  // group: each padded to one shard per replica as a [replicas, shard] block, the blocks side by
-  // side, so that row r is replica r's shard of every gradient and one reduce-scatter leaves each
-  // replica the sum of its row. Returns each parameter's shard.
+  // group: each padded to one shard per member of the shard group as a [members, shard] block, the
+  // blocks side by side, so that row r is member r's shard of every gradient and one reduce-scatter
+  // leaves each member the sum of its row. Under hybrid sharding, `across` then all-reduces the
+  // shards over the replicate groups (FSDP instead does so once, when a shard's microbatches are
+  // in). Returns each parameter's shard.
   std::vector<Value> reduce_scatter_shards(Body& body, const std::vector<const Param*>& members,
-                                           const std::vector<Value>& flats) {
+                                           const std::vector<Value>& flats, bool across) {
     const Replicas group = replicas(*members.front());
     std::vector<Value> blocks;
     std::uint64_t row = 0;
     for (std::size_t i = 0; i < members.size(); ++i) {
       const std::uint64_t shard = shard_elements(*members[i]);
-      blocks.push_back(body.reshape(body.pad_to(flats[i], shard * group.size), {group.size, shard}));
+      blocks.push_back(
+          body.reshape(body.pad_to(flats[i], shard * group.shard_size), {group.shard_size, shard}));
       row += shard;
     }
     const Value all = blocks.size() == 1 ? blocks.front() : body.concat(blocks, 1);
-    const Value mine =
-        body.reduce_scatter(body.reshape(all, {group.size * row}), *group.groups, next_handle());
+    Value mine =
+        body.reduce_scatter(body.reshape(all, {group.shard_size * row}), *group.shard_groups, next_handle());
+    if (across && group.replicate_groups != nullptr) {
+      mine = body.all_reduce(mine, *group.replicate_groups, next_handle());
+    }
     std::vector<Value> out;
     std::uint64_t offset = 0;
     for (const Param* p : members) {
@@ -841,13 +884,14 @@ class StageWriter {
       row += shard_elements(*p);
     }
     const Value gathered = body.all_gather(shards.size() == 1 ? shards.front() : body.concat(shards, 0),
-                                           *group.groups, next_handle());
-    const Value rows = body.reshape(gathered, {group.size, row});  // row r: replica r's shards
+                                           *group.shard_groups, next_handle());
+    const Value rows = body.reshape(gathered, {group.shard_size, row});  // row r: member r's shards
     std::vector<Value> out;
     std::uint64_t offset = 0;
     for (const Param* p : members) {
       const std::uint64_t shard = shard_elements(*p);
-      const Value block = body.reshape(body.slice(rows, 1, offset, offset + shard), {group.size * shard});
+      const Value block =
+          body.reshape(body.slice(rows, 1, offset, offset + shard), {group.shard_size * shard});
       out.push_back(body.reshape(body.slice(block, 0, 0, elements(p->dims)), p->dims));
       offset += shard;
     }
@@ -858,9 +902,9 @@ class StageWriter {
     return job_.bucket_elements != 0 ? job_.bucket_elements
                                      : std::max<std::uint64_t>(40'000'000, 1'000'000ULL * job_.dp);
   }
-  // Elements of a replica's optimizer-state shard of a tensor: ceil(elements / dp).
+  // Elements of a replica's optimizer-state shard of a tensor: ceil(elements / shard group size).
   std::uint64_t shard_elements(const Param& p) const {
-    const std::uint64_t parts = replicas(p).size;
+    const std::uint64_t parts = replicas(p).shard_size;
     return (elements(p.dims) + parts - 1) / parts;
   }
 
@@ -1488,14 +1532,28 @@ class StageWriter {
         return;
       }
       const Replicas group = replicas(stage_params[open.members.front()]);
-      if (sharded(stage_params[open.members.front()])) {
+      if (weights_sharded(stage_params[open.members.front()])) {
+        // FSDP's shards, reduce-scattered every microbatch: all-reduced over the replicate groups.
+        std::vector<Value> flats;
+        for (const std::size_t p : open.members) {
+          flats.push_back(*grads[p]);
+        }
+        const Value sum = body.all_reduce(flats.size() == 1 ? flats.front() : body.concat(flats, 0),
+                                          *group.replicate_groups, next_handle());
+        std::uint64_t offset = 0;
+        for (const std::size_t p : open.members) {
+          const std::uint64_t shard = elements(grads[p]->type.dims);
+          grads[p] = body.slice(sum, 0, offset, offset + shard);
+          offset += shard;
+        }
+      } else if (sharded(stage_params[open.members.front()])) {
         std::vector<const Param*> members;
         std::vector<Value> flats;
         for (const std::size_t p : open.members) {
           members.push_back(&stage_params[p]);
           flats.push_back(flatten(p));
         }
-        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats);
+        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats, true);
         for (std::size_t i = 0; i < open.members.size(); ++i) {
           grads[open.members[i]] = mine[i];
         }
@@ -1524,6 +1582,15 @@ class StageWriter {
         reduce_open(open);
       }
     };
+    // A gradient whose microbatches are all in: FSDP's shards are final unless hybrid sharding
+    // all-reduces them across the replicate groups; the rest wait in buckets.
+    auto finish = [&](std::size_t p) {
+      if (weights_sharded(stage_params[p]) && replicas(stage_params[p]).replicate_groups == nullptr) {
+        reduced.push_back(p);
+      } else {
+        to_bucket(p);
+      }
+    };
     auto accumulate = [&](std::size_t param, const Value& grad) {
       // Each microbatch adds into the accumulator as its own kernel, in place (Megatron's
       // main_grad): the barrier keeps the chain of adds from fusing into one kernel at the end,
@@ -1533,10 +1600,8 @@ class StageWriter {
       if (++seen[param] == job_.micro_batches) {
         if (sp() && stage_params[param].holder == Holder::kReplicated) {
           replicated.push_back(param);  // summed over the tensor-parallel group first, at the end
-        } else if (weights_sharded(stage_params[param])) {
-          reduced.push_back(param);
         } else {
-          to_bucket(param);
+          finish(param);
         }
       }
     };
@@ -1620,7 +1685,7 @@ class StageWriter {
           const Value g = body.convert(unit_grads[i], grad_element);
           flats.push_back(body.reshape(g, {elements(g.type.dims)}));
         }
-        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats);
+        const std::vector<Value> mine = reduce_scatter_shards(body, members, flats, false);
         for (std::size_t j = 0; j < part.size(); ++j) {
           accumulate(unit[part[j]], mine[j]);
         }
@@ -1797,11 +1862,7 @@ class StageWriter {
         const Value part = body.slice(sum, 0, offset, offset + elements(dims));
         grads[p] = dims.size() == 1 ? part : body.reshape(part, dims);
         offset += elements(dims);
-        if (weights_sharded(stage_params[p])) {
-          reduced.push_back(p);
-        } else {
-          to_bucket(p);
-        }
+        finish(p);
       }
     }
     reduce_open(open_dense);
@@ -2073,6 +2134,28 @@ void validate(const LlmJob& job) {
   }
   if (job.fsdp && job.zero) {
     fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");
+  }
+  if (job.shard_group > 0) {
+    if (!job.fsdp && !job.zero) {
+      fail("--shard-group shards what --distributed-optimizer or --fsdp shards: give one of them");
+    }
+    if (job.shard_group == 1) {
+      fail("--shard-group 1 shards nothing: drop it and --distributed-optimizer or --fsdp");
+    }
+    const std::uint64_t dense = static_cast<std::uint64_t>(job.dp) * job.cp;
+    if (dense % job.shard_group != 0) {
+      fail(fmt::format("--shard-group {} does not divide the {} devices that hold the same weights (dp x cp)",
+                       job.shard_group, dense));
+    }
+    if (m.moe() && job.ep > 0 && job.dp % job.ep == 0) {
+      const std::uint64_t experts = static_cast<std::uint64_t>(job.dp / job.ep) * job.cp * job.tp;
+      if (experts % job.shard_group != 0) {
+        fail(
+            fmt::format("--shard-group {} does not divide the {} devices that hold the same experts "
+                        "(dp / ep x cp x tp)",
+                        job.shard_group, experts));
+      }
+    }
   }
   if (job.pp > m.layers) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));

@@ -85,6 +85,12 @@ struct LlmJob {
   // is all-gathered before each use, one layer ahead, and its gradients reduce-scattered as soon as
   // they are computed, every microbatch.
   bool fsdp = false;
+  // Hybrid sharding (FSDP's HSDP; with ZeRO-1, Megatron's partial distributed optimizer): the
+  // state ZeRO-1 or FSDP shards is sharded over groups of this many of the devices that hold the
+  // same parameters, consecutive in device order, and replicated across the groups; gradients are
+  // reduce-scattered within a group and their shards all-reduced across the groups. 0: shard over
+  // all of them.
+  std::uint32_t shard_group = 0;
   // Megatron's sequence parallelism (with tp > 1): outside the tensor-parallel regions (norms,
   // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
   // becomes a reduce-scatter out of a region and an all-gather into the next.
@@ -119,9 +125,10 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // outside 1..experts, experts or dp not multiples of ep, a shared width tp does not divide (or
 // shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
-// ZeRO-1; virtual stages with GPipe, with one stage, with microbatches that pp does not divide or
-// with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does not divide (the
-// load-balanced split into 2 cp chunks).
+// ZeRO-1; a shard group without ZeRO-1 or FSDP, or one that does not divide the devices holding
+// the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe, with one
+// stage, with microbatches that pp does not divide or with more model chunks (pp x virtual stages) than
+// layers; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
