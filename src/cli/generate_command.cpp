@@ -194,6 +194,9 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--fsdp", a->fsdp,
                 "FSDP (ZeRO-3): shard the weights too; gather each layer before use, reduce-scatter its "
                 "gradients every microbatch");
+  llm->add_flag("--no-sync", a->job.no_sync,
+                "FSDP's no_sync: accumulate whole gradients over the microbatches and reduce-scatter "
+                "their sum once, at the last");
   llm->add_option(
          "--shard-group", a->job.shard_group,
          "Hybrid sharding (FSDP's HSDP, Megatron's partial distributed optimizer): shard over groups "

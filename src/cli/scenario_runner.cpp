@@ -202,6 +202,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.zero = c.distributed_optimizer;
     job.fsdp = c.fsdp;
     job.shard_group = c.shard_group;
+    job.no_sync = c.no_sync;
     job.fp8 = c.fp8;
     job.grads_in_bf16 = c.grad_dtype == config::LlmGradTypeConfig::kBf16;
     job.bucket_elements = c.bucket_elements;

@@ -135,6 +135,7 @@ struct LlmWorkloadConfig {
   bool distributed_optimizer = false;
   bool fsdp = false;
   std::uint32_t shard_group = 0;
+  bool no_sync = false;
   bool fp8 = false;
   LlmGradTypeConfig grad_dtype = LlmGradTypeConfig::kF32;
   std::uint64_t bucket_elements = 0;
@@ -175,6 +176,9 @@ struct LlmWorkloadConfig {
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
     v("fsdp", fsdp, "FSDP (ZeRO-3): weights, gradients and optimizer state sharded over the replicas.");
+    v("no_sync", no_sync,
+      "FSDP's no_sync: whole gradients accumulate over the microbatches and are reduce-scattered once, "
+      "at the last (with fsdp).");
     v("shard_group", shard_group,
       "Hybrid sharding (FSDP's HSDP; Megatron's partial distributed optimizer): what distributed_optimizer "
       "or "

@@ -35,6 +35,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.sequence_parallel = (bits & 128) != 0;
     job.grads_in_bf16 = (bits % 3) == 0;
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
+    job.no_sync = job.fsdp && (bits % 3) == 1;
     job.cp = (bits % 7) < 3 ? 2 : 1;
     job.fp8 = (bits % 4) == 1;
     // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.

@@ -38,6 +38,7 @@ gen naive "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --attention naive
 gen again "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
 gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-optimizer --bucket-elements 1
 gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
+gen nosync "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp --no-sync
 gen cp "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
 gen fp8 "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --fp8
 gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
@@ -70,7 +71,7 @@ gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
+for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
   hsdp; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
@@ -99,6 +100,8 @@ run zero zero
 run zero zero_np2 2
 run fsdp fsdp
 run fsdp fsdp_np2 2
+run nosync nosync
+run nosync nosync_np2 2
 run cp cp
 run cp cp_np2 2
 run seqpar seqpar
@@ -189,6 +192,8 @@ expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B sch
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
   "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
+expect "no_sync without FSDP" 2 "--no-sync is FSDP's gradient accumulation without reduce-scatter: give --fsdp" -- \
+  "$orrery" generate llm --model llama3-8b --dp 4 --distributed-optimizer --no-sync --out "$work/bad"
 expect "a shard group without sharding" 2 "--shard-group shards what --distributed-optimizer or --fsdp shards" -- \
   "$orrery" generate llm --model llama3-8b --dp 4 --shard-group 2 --out "$work/bad"
 expect "a shard group that does not divide dp" 2 \

@@ -104,6 +104,18 @@ for s in range(pp):
     assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
 print("ok   FSDP: weights and optimizer state 14 x ceil(E / dp) bytes per tensor; all-gathers and "
       "reduce-scatters per unit and microbatch")
+# FSDP's no_sync: the same arguments and gathers, but each unit's gradients are reduce-scattered
+# once per step (their sum over the microbatches) instead of once per microbatch.
+nosync_summary = load("nosync.summary")
+for s in range(pp):
+    last = s == pp - 1
+    assert nosync_summary["memory"][s]["arguments_bytes"] == fsdp_summary["memory"][s]["arguments_bytes"], s
+    comm, plain = load(f"nosync.inspect{s}")["communication_ops"], load(f"fsdp.inspect{s}")["communication_ops"]
+    units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+    assert comm.get("stablehlo.reduce_scatter") == units, (s, comm, units)
+    for kind in ("stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.send", "stablehlo.recv"):
+        assert comm.get(kind) == plain.get(kind), (s, kind, comm, plain)
+print("ok   FSDP no_sync: one reduce-scatter per unit and step, the rest as FSDP")
 
 # Hybrid sharding on dp 4 in shard groups of 2 (device = replica x tp + tp index: the replicas
 # 0, 2, 4, 6 at tp index 0 form the shard groups {0, 2} and {4, 6} and the replicate groups
@@ -321,7 +333,7 @@ keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "event
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
                  ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("fp8", "fp8_np2"),
-                 ("hsdp", "hsdp_np2")):
+                 ("hsdp", "hsdp_np2"), ("nosync", "nosync_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:
         assert x[key] == y[key], (one, key, x[key], y[key])

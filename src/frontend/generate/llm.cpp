@@ -633,6 +633,7 @@ class StageWriter {
             (sharded_optimizer() ? (job_.fsdp ? ", FSDP (ZeRO-3)" : ", distributed optimizer (ZeRO-1)")
                                  : "") +
             (job_.shard_group > 0 ? fmt::format(", sharded over groups of {}", job_.shard_group) : "") +
+            (job_.no_sync ? ", gradients reduce-scattered once per step (no_sync)" : "") +
             (sp() ? ", sequence parallelism" : "") + (fp8() ? ", FP8 linear layers" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c,
@@ -1620,6 +1621,8 @@ class StageWriter {
       return parts;
     };
     std::vector<std::optional<Value>> fp8_weights(stage_params.size());
+    std::vector<std::optional<Value>> unsharded(stage_params.size());  // FSDP no_sync: whole gradients
+    std::vector<std::uint32_t> unsharded_seen(stage_params.size(), 0);
     auto whole = [&](const std::vector<std::size_t>& unit, const std::optional<Value>& trigger) {
       std::vector<Value> out(unit.size());
       for (const std::vector<std::size_t>& part : by_group(unit)) {
@@ -1685,8 +1688,23 @@ class StageWriter {
           const Value g = body.convert(unit_grads[i], grad_element);
           flats.push_back(body.reshape(g, {elements(g.type.dims)}));
         }
+        if (job_.no_sync) {
+          // FSDP's no_sync: the unit's whole gradients accumulate on the device, each microbatch in
+          // place as its own kernel; only the last microbatch reduce-scatters their sum.
+          for (std::size_t j = 0; j < part.size(); ++j) {
+            std::optional<Value>& sum = unsharded[unit[part[j]]];
+            flats[j] = sum ? body.barrier({body.add(*sum, flats[j])})[0] : flats[j];
+            sum = flats[j];
+          }
+          if (++unsharded_seen[unit[part.front()]] < job_.micro_batches) {
+            continue;
+          }
+        }
         const std::vector<Value> mine = reduce_scatter_shards(body, members, flats, false);
         for (std::size_t j = 0; j < part.size(); ++j) {
+          if (job_.no_sync) {
+            seen[unit[part[j]]] = job_.micro_batches - 1;  // the one shard stands for every microbatch
+          }
           accumulate(unit[part[j]], mine[j]);
         }
       }
@@ -2134,6 +2152,9 @@ void validate(const LlmJob& job) {
   }
   if (job.fsdp && job.zero) {
     fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");
+  }
+  if (job.no_sync && !job.fsdp) {
+    fail("--no-sync is FSDP's gradient accumulation without reduce-scatter: give --fsdp");
   }
   if (job.shard_group > 0) {
     if (!job.fsdp && !job.zero) {

@@ -91,6 +91,10 @@ struct LlmJob {
   // reduce-scattered within a group and their shards all-reduced across the groups. 0: shard over
   // all of them.
   std::uint32_t shard_group = 0;
+  // FSDP's no_sync: every microbatch but the last accumulates whole (unsharded) gradients on the
+  // device; the last reduce-scatters their sum, so each unit's gradients move once per step, at
+  // the memory of a whole gradient per parameter.
+  bool no_sync = false;
   // Megatron's sequence parallelism (with tp > 1): outside the tensor-parallel regions (norms,
   // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
   // becomes a reduce-scatter out of a region and an all-gather into the next.
@@ -125,9 +129,9 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // outside 1..experts, experts or dp not multiples of ep, a shared width tp does not divide (or
 // shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
-// ZeRO-1; a shard group without ZeRO-1 or FSDP, or one that does not divide the devices holding
-// the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe, with one
-// stage, with microbatches that pp does not divide or with more model chunks (pp x virtual stages) than
+// ZeRO-1; no_sync without FSDP; a shard group without ZeRO-1 or FSDP, or one that does not divide the devices
+// holding the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe, with
+// one stage, with microbatches that pp does not divide or with more model chunks (pp x virtual stages) than
 // layers; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
