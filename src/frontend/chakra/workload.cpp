@@ -680,7 +680,7 @@ class Builder {
                                   accumulate_durations(g.trace, max, min);
                                   continue;
                                 }
-                                auto loaded = read_trace(trace_file(options_.prefix, rank));
+                                auto loaded = read_guarded(rank);
                                 if (!loaded) {
                                   return Failure{rank, loaded.error()};
                                 }
@@ -782,9 +782,7 @@ class Builder {
       const std::size_t nodes = groups_[p].trace.nodes.size();
       std::vector<std::uint64_t> max(nodes, 0);
       std::vector<std::uint64_t> min(nodes, ~0ULL);
-      if (!failure) {
-        failure = fill(p, max, min);
-      }
+      keep_lowest(failure, fill(p, max, min));  // the lowest failing rank, whatever the group order
       ORRERY_ASSERT(max.size() == nodes && min.size() == nodes, "a group's durations cover its nodes");
       for (const std::uint64_t m : max) {
         values.push_back(~m);
@@ -812,9 +810,20 @@ class Builder {
     return true;
   }
 
+  // A rank's trace, read; an exception (out of memory on a huge file) becomes this rank's error, as
+  // any failure while processes load together must, so that every process reaches every exchange.
+  Result<Trace> read_guarded(std::uint32_t rank) const {
+    const std::string path = trace_file(options_.prefix, rank);
+    try {
+      return read_trace(path);
+    } catch (const std::exception& e) {
+      return Error{ErrorCode::kIo, fmt::format("{}: cannot be loaded: {}", path, e.what()), std::nullopt, {}};
+    }
+  }
+
   // A rank's trace, read and checked.
   Result<Trace> read_checked(std::uint32_t rank) const {
-    auto read = read_trace(trace_file(options_.prefix, rank));
+    auto read = read_guarded(rank);
     if (!read) {
       return read.error();
     }
@@ -1287,6 +1296,20 @@ Result<Workload> load_workload(const WorkloadOptions& options, pdes::Communicato
   if (ranks == 0) {
     while (std::filesystem::exists(trace_file(options.prefix, ranks))) {
       ++ranks;
+    }
+    if (communicator != nullptr) {
+      // Every process counted the files itself: they must agree (a file still being written, or a
+      // stale network file system, could show some of them another count).
+      std::array<std::uint64_t, 2> counts{ranks, ~static_cast<std::uint64_t>(ranks)};
+      communicator->allreduce_min(counts);
+      if (counts[0] != ~counts[1]) {
+        return Error{ErrorCode::kIo,
+                     fmt::format("{}: the processes found different numbers of trace files ({} to {}); give "
+                                 "workload.chakra.ranks",
+                                 options.prefix, counts[0], ~counts[1]),
+                     std::nullopt,
+                     {}};
+      }
     }
     if (ranks == 0) {
       return Error{ErrorCode::kIo,

@@ -1534,7 +1534,10 @@ class StageWriter {
       }
       const Replicas group = replicas(stage_params[open.members.front()]);
       if (weights_sharded(stage_params[open.members.front()])) {
-        // FSDP's shards, reduce-scattered every microbatch: all-reduced over the replicate groups.
+        // FSDP's shards, reduce-scattered every microbatch: all-reduced over the replicate groups
+        // (finish() buckets them only under hybrid sharding).
+        ORRERY_ASSERT(group.replicate_groups != nullptr,
+                      "FSDP shards are bucketed only under hybrid sharding");
         std::vector<Value> flats;
         for (const std::size_t p : open.members) {
           flats.push_back(*grads[p]);
@@ -1578,7 +1581,7 @@ class StageWriter {
     auto to_bucket = [&](std::size_t p) {
       Open& open = stage_params[p].holder == Holder::kExpert ? open_expert : open_dense;
       open.members.push_back(p);
-      open.elements += elements(stage_params[p].dims);
+      open.elements += elements(grads[p]->type.dims);  // what the bucket reduces: whole, or (FSDP) a shard
       if (open.elements >= bucket_elements()) {
         reduce_open(open);
       }
