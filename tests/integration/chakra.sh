@@ -123,6 +123,10 @@ head -c 40 "$data/microbenchmarks/all_reduce/4npus_1MB/all_reduce.2.et" > "$work
 expect "truncated trace" 2 "all_reduce.2.et: byte 8: node 0 is" -- \
   "$orrery" run --workload-configuration "$work/bad/all_reduce" --system-configuration "$data/configs/Ring_4chunks.json" \
   --network-configuration "$data/configs/Ring_4npus.yml"
+# Under mpirun -np 2 rank 2's file is the second process's to read: both processes stop with its error.
+expect "truncated trace read by the second of two processes" 2 "all_reduce.2.et: byte 8: node 0 is" -- \
+  timeout 300 "$mpirun" -np 2 "$orrery" run --workload-configuration "$work/bad/all_reduce" \
+  --system-configuration "$data/configs/Ring_4chunks.json" --network-configuration "$data/configs/Ring_4npus.yml"
 expect "missing traces" 2 "error: --workload-configuration: $work/absent: no Chakra trace" -- \
   "$orrery" run --workload-configuration "$work/absent" --system-configuration "$data/configs/Ring_4chunks.json" \
   --network-configuration "$data/configs/Ring_4npus.yml"
