@@ -110,6 +110,10 @@ void load_chakra(const config::Scenario& scenario, const compute::Hardware& hard
                             std::make_shared<ChakraTimes>(std::move(program.costs), peak, bandwidth),
                             0};
     in.estimate_memory = false;
+    if (program.memory) {  // the device tensors the trace lists (PyTorch-converted traces)
+      in.memory =
+          system::MemoryEstimate{program.label, program.memory->arguments, program.memory->peak, 0, true};
+    }
     if (!program.joint_groups.empty()) {
       in.joint_groups = std::make_shared<const workload::JointGroups>(std::move(program.joint_groups));
     }

@@ -2026,11 +2026,17 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
         "first dimension the scale-up domain (they serve in-switch reduction only)");
   }
   for (std::size_t p = 0; p < programs.size(); ++p) {
-    if (!input.programs[p].estimate_memory) {
+    if (const auto& given = input.programs[p].memory) {
+      MemoryEstimate memory = *given;
+      memory.program = input.programs[p].label;
+      memory.capacity = input.memory_capacity.count;
+      memory.fits = memory.capacity == 0 || memory.peak <= memory.capacity;
+      summary.memory.push_back(std::move(memory));
+    } else if (input.programs[p].estimate_memory) {
+      summary.memory.push_back(estimate_memory(*programs[p], input.memory_capacity));
+    } else {
       continue;
     }
-    const auto& program = programs[p];
-    summary.memory.push_back(estimate_memory(*program, input.memory_capacity));
     const MemoryEstimate& memory = summary.memory.back();
     if (!memory.fits) {
       summary.warnings.push_back(fmt::format("{} needs about {} per device but {} has {}: it does not fit",

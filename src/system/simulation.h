@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,13 +26,24 @@
 
 namespace orrery::system {
 
+struct MemoryEstimate {
+  std::string program;
+  std::uint64_t arguments = 0;  // parameters, optimizer state and inputs, live all step
+  std::uint64_t peak = 0;       // arguments plus the largest set of live intermediate results
+  std::uint64_t capacity = 0;
+  bool fits = true;
+};
+
 struct ProgramInput {
   std::shared_ptr<const workload::Program> program;
   std::string label;                  // for messages and reports (the file, and the module if several)
   std::vector<std::uint32_t> ranks;   // the global rank of each local device id
   std::shared_ptr<const OpTimes> times;
   std::uint32_t replicas = 0;         // rescale a data-parallel program (ProgramModel); 0: as written
-  bool estimate_memory = true;        // false: its tensors' sizes are unknown (Chakra traces)
+  bool estimate_memory = true;        // false: its tensors' sizes are unknown (Chakra traces without them)
+  // Given instead of estimated from the program (a Chakra trace's listed tensors): arguments and
+  // peak; the capacity and the verdict are the run's.
+  std::optional<MemoryEstimate> memory = std::nullopt;
   // Collectives whose groups join other programs' ranks (Chakra ranks of different graphs), or null.
   std::shared_ptr<const JointGroups> joint_groups = nullptr;
 };
@@ -55,14 +67,6 @@ struct OpTotal {
   std::string what;   // op kind, or "all_reduce ring 4 ranks 1.0 MiB"
   double executions = 0.0;  // per rank per step
   double seconds = 0.0;     // per rank per step
-};
-
-struct MemoryEstimate {
-  std::string program;
-  std::uint64_t arguments = 0;   // parameters, optimizer state and inputs, live all step
-  std::uint64_t peak = 0;        // arguments plus the largest set of live intermediate results
-  std::uint64_t capacity = 0;
-  bool fits = true;
 };
 
 struct RunSummary {

@@ -742,6 +742,9 @@ std::string describe_job(const Workload& job) {
     for (const auto& [op, groups] : p.joint_groups) {
       text += fmt::format("joint {}: {}\n", op, groups->size());
     }
+    if (p.memory) {
+      text += fmt::format("memory {} {}\n", p.memory->arguments, p.memory->peak);
+    }
   }
   for (const std::string& warning : job.warnings) {
     text += "warning " + warning + "\n";
@@ -844,6 +847,52 @@ TEST_F(ChakraTest, ProcessesLoadingTogetherAgreeOnTheLowestRanksError) {
     ASSERT_FALSE(outcome);
     EXPECT_EQ(outcome.error().render(), missing.error().render());
   }
+}
+
+// Tensors in PyTorch-converted traces' values strings: [tensor id, storage id, offset, elements,
+// element bytes, device]; host tensors and everything that is not a tensor are skipped.
+TEST(ChakraReader, DeviceTensorsAreTheCudaOnesOfAValuesString) {
+  const std::vector<TensorRef> tensors = device_tensors(
+      "[[[4, 5, 0, 64, 4, 'cuda:0'], [6, 7, 0, 64, 4, 'cpu']], '<Object>', 0, [1, 9, 16, 8, 2, 'cuda:1'], "
+      "[2, 3], -1, [1, 2, 3, 4, 'cuda:0']]");
+  ASSERT_EQ(tensors.size(), 2U);
+  EXPECT_EQ(tensors[0].storage, 5U);
+  EXPECT_EQ(tensors[0].extent, 256U);  // 64 elements of 4 bytes
+  EXPECT_EQ(tensors[1].storage, 9U);
+  EXPECT_EQ(tensors[1].extent, 48U);  // (16 + 8) elements of 2 bytes
+  EXPECT_TRUE(device_tensors("").empty());
+  EXPECT_TRUE(device_tensors("[[[").empty());
+}
+
+// The footprint: storage 1 (100 B) exists before the step; node 0 writes storage 2 (400 B), node
+// 1 reads it and writes 3 (200 B; node 1 is storage 2's last use), node 2 reads 1 and 3 and
+// writes 4 (50 B, never read). Live beyond the arguments: 400, then 400 + 200, then 200 + 50:
+// peak 100 + 600. A job without device tensors has none.
+TEST_F(ChakraTest, MemoryFootprintFromTheTensorsTheNodesList) {
+  TraceWriter w;
+  auto node = [&](std::uint64_t id, std::vector<std::uint64_t> deps, const std::string& in,
+                  const std::string& out) {
+    pb::Node& n = w.add(id, pb::COMP_NODE, std::move(deps));
+    n.set_duration_micros(1);
+    n.mutable_inputs()->set_values(in);
+    n.mutable_outputs()->set_values(out);
+  };
+  node(0, {}, "[[1, 1, 0, 25, 4, 'cuda:0']]", "[[2, 2, 0, 100, 4, 'cuda:0']]");
+  node(1, {0}, "[[2, 2, 0, 100, 4, 'cuda:0']]", "[[3, 3, 0, 50, 4, 'cuda:0']]");
+  node(2, {1}, "[[3, 3, 0, 50, 4, 'cuda:0'], [1, 1, 0, 25, 4, 'cuda:0']]", "[[4, 4, 0, 25, 2, 'cuda:0']]");
+  w.write(file(0));
+  WorkloadOptions options;
+  options.prefix = prefix();
+  auto loaded = load_workload(options);
+  ASSERT_TRUE(loaded) << loaded.error().render();
+  ASSERT_TRUE(loaded->programs[0].memory.has_value());
+  EXPECT_EQ(loaded->programs[0].memory->arguments, 100U);
+  EXPECT_EQ(loaded->programs[0].memory->peak, 700U);
+
+  options.prefix = (kData / "microbenchmarks/all_reduce/4npus_1MB/all_reduce").string();
+  auto astra = load_workload(options);
+  ASSERT_TRUE(astra) << astra.error().render();
+  EXPECT_FALSE(astra->programs[0].memory.has_value());
 }
 
 }  // namespace

@@ -112,7 +112,10 @@ YAML
   "$python" -c "
 import json; s = json.load(open('$work/pytorch.json'))
 assert s['ranks'] == 1 and s['compute_s'] > 0.1 and abs(s['step_time_s'] - s['compute_s']) < 1e-9, s
-print('ok   PyTorch trace: %.1f ms of kernels' % (s['compute_s'] * 1e3))" || fail "PyTorch trace summary"
+m = s['memory'][0]  # from the device tensors the trace lists
+assert 0 < m['arguments_bytes'] < m['peak_bytes'] <= m['capacity_bytes'] and m['fits'], m
+print('ok   PyTorch trace: %.1f ms of kernels, %.2f GiB peak memory' % (s['compute_s'] * 1e3, m['peak_bytes'] / 2**30))" ||
+    fail "PyTorch trace summary"
 else
   echo "skip PyTorch trace: needs $pytorch.0.et (../shared/data beside the clone)"
 fi

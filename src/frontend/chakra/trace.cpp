@@ -4,6 +4,8 @@
 #include <google/protobuf/io/gzip_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include <array>
+#include <charconv>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -125,7 +127,45 @@ std::string describe_node(const Trace& trace, const Node& node) {
   return fmt::format("{}: node {} (id {}, '{}') at byte {}", trace.path, node.index, node.id, node.name, node.offset);
 }
 
-Result<Trace> read_trace(const std::string& path) {
+std::vector<TensorRef> device_tensors(std::string_view values) {
+  // Every '[' that opens five integers and a quoted device name is a tensor; nesting needs no
+  // tracking, since a tensor's list holds no list.
+  std::vector<TensorRef> out;
+  for (std::size_t open = values.find('['); open != std::string_view::npos;
+       open = values.find('[', open + 1)) {
+    std::size_t at = open + 1;
+    std::array<std::uint64_t, 5> number{};
+    bool ok = true;
+    for (std::size_t k = 0; k < number.size() && ok; ++k) {
+      while (at < values.size() && values[at] == ' ') {
+        ++at;
+      }
+      const auto [end, error] = std::from_chars(values.data() + at, values.data() + values.size(), number[k]);
+      ok = error == std::errc{} && end != values.data() + at;
+      at = static_cast<std::size_t>(end - values.data());
+      while (ok && at < values.size() && values[at] == ' ') {
+        ++at;
+      }
+      ok = ok && at < values.size() && values[at] == ',';
+      ++at;
+    }
+    while (ok && at < values.size() && values[at] == ' ') {
+      ++at;
+    }
+    if (!ok || at >= values.size() || (values[at] != '\'' && values[at] != '"')) {
+      continue;
+    }
+    if (values.substr(at + 1).starts_with("cuda")) {
+      const std::uint64_t elements = number[2] + number[3];
+      if (number[4] != 0 && elements <= std::numeric_limits<std::uint64_t>::max() / number[4]) {
+        out.push_back(TensorRef{number[1], elements * number[4]});
+      }
+    }
+  }
+  return out;
+}
+
+Result<Trace> read_trace(const std::string& path, bool tensors) {
   auto read = read_bytes(path);
   if (!read) {
     return read.error();
@@ -185,6 +225,10 @@ Result<Trace> read_trace(const std::string& path) {
     node.type = static_cast<NodeType>(type);
     node.data_deps.assign(message.data_deps().begin(), message.data_deps().end());
     node.ctrl_deps = static_cast<std::uint32_t>(message.ctrl_deps_size());
+    if (tensors) {
+      node.reads = device_tensors(message.inputs().values());
+      node.writes = device_tensors(message.outputs().values());
+    }
     if (message.duration_micros() != 0) {
       node.duration_micros = message.duration_micros();
     }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/result.h"
@@ -45,6 +46,18 @@ enum class CommType : std::uint8_t {
 };
 const char* comm_type_name(CommType type);  // "ALL_REDUCE", ...
 
+// A device tensor a node reads or writes. Traces converted from PyTorch list each tensor in the
+// node's inputs / outputs values as [tensor id, storage id, offset, elements, element bytes,
+// device]; a tensor on a "cuda" device becomes its storage and the bytes it reaches into it,
+// (offset + elements) x element bytes.
+struct TensorRef {
+  std::uint64_t storage = 0;
+  std::uint64_t extent = 0;
+};
+
+// The device tensors in an inputs or outputs values string (anything else in it is skipped).
+std::vector<TensorRef> device_tensors(std::string_view values);
+
 struct Node {
   std::uint64_t id = 0;
   std::string name;
@@ -66,6 +79,9 @@ struct Node {
   std::vector<bool> involved_dim;
   std::optional<std::uint64_t> num_ops;
   std::optional<std::uint64_t> tensor_size;
+  // Device tensors (read_trace with tensors: true; empty otherwise).
+  std::vector<TensorRef> reads;
+  std::vector<TensorRef> writes;
 };
 
 struct Trace {
@@ -77,8 +93,9 @@ struct Trace {
 // A rank's file: `<prefix>.<rank>.et`.
 std::string trace_file(const std::string& prefix, std::uint32_t rank);
 
-// Reads one rank's trace. Errors: kIo (cannot read), kInvalidInput (malformed or inconsistent).
-Result<Trace> read_trace(const std::string& path);
+// Reads one rank's trace; with `tensors`, also each node's device tensors (Node::reads, writes).
+// Errors: kIo (cannot read), kInvalidInput (malformed or inconsistent).
+Result<Trace> read_trace(const std::string& path, bool tensors = false);
 
 // "file: node 12 (id 40, 'name') at byte 1234" for messages.
 std::string describe_node(const Trace& trace, const Node& node);

@@ -212,6 +212,56 @@ Result<std::vector<std::uint32_t>> dependency_order(const Trace& trace) {
   return order;
 }
 
+}  // namespace
+
+std::optional<MemoryFootprint> memory_footprint(const Trace& trace, const std::vector<std::uint32_t>& order) {
+  struct Storage {
+    std::uint64_t extent = 0;
+    std::size_t first = 0;  // position in `order` of its first write (pre-existing: none)
+    std::size_t last = 0;   // position of its last reference
+    bool existed = false;
+  };
+  std::unordered_map<std::uint64_t, Storage> storages;
+  for (std::size_t at = 0; at < order.size(); ++at) {
+    const Node& n = trace.nodes[order[at]];
+    for (const auto* refs : {&n.reads, &n.writes}) {
+      for (const TensorRef& t : *refs) {
+        auto [it, inserted] = storages.try_emplace(t.storage);
+        Storage& s = it->second;
+        if (inserted) {
+          s.existed = refs == &n.reads;
+          s.first = at;
+        }
+        s.extent = std::max(s.extent, t.extent);
+        s.last = at;
+      }
+    }
+  }
+  if (storages.empty()) {
+    return std::nullopt;
+  }
+  MemoryFootprint footprint;
+  std::vector<std::int64_t> change(order.size() + 1, 0);  // live bytes of storages made in the step
+  for (const auto& [id, s] : storages) {
+    if (s.existed) {
+      footprint.arguments += s.extent;
+    } else {
+      change[s.first] += static_cast<std::int64_t>(s.extent);
+      change[s.last + 1] -= static_cast<std::int64_t>(s.extent);
+    }
+  }
+  std::int64_t live = 0;
+  std::int64_t most = 0;
+  for (std::size_t at = 0; at < order.size(); ++at) {
+    live += change[at];
+    most = std::max(most, live);
+  }
+  footprint.peak = footprint.arguments + static_cast<std::uint64_t>(most);
+  return footprint;
+}
+
+namespace {
+
 // The graph signature of a checked trace (node_signature over its nodes).
 std::uint64_t graph_signature(const Trace& trace) {
   std::uint64_t signature = hash_combine(0, trace.nodes.size());
@@ -1128,6 +1178,16 @@ class Builder {
     program.label = g.ranks.size() == 1 ? trace.path : fmt::format("{}.{{{}}}.et", options_.prefix, rank_list(g.ranks));
     program.costs = std::move(costs);
     program.joint_groups = std::move(joint_groups);
+    // The memory footprint from the device tensors the first rank's nodes list: its file once more,
+    // with them (decoding every rank's tensors would slow loading by as much again).
+    auto with_tensors = read_trace(trace.path, true);
+    if (!with_tensors) {
+      return with_tensors.error();
+    }
+    if (with_tensors.value().nodes.size() != trace.nodes.size()) {
+      return changed_file(with_tensors.value(), trace.nodes.size());
+    }
+    program.memory = memory_footprint(with_tensors.value(), order);
     return program;
   }
 

@@ -20,6 +20,8 @@
 //                        shared graph whose node talks to ranks of several graphs, or of a graph
 //                        of another size, is split (by peer graph, else a graph per rank).
 //   host ops (is_cpu_op) and METADATA_NODE  take no device time; their dependencies pass through.
+// Memory: from the device tensors the first rank's nodes list (PyTorch-converted traces; see
+// memory_footprint below), when there are any.
 // When ranks share a graph but their durations differ, each node takes the largest (a warning
 // says by how much). A collective whose group mixes ranks of different graphs is joint
 // (workload::JointGroups): the system layer matches it across the programs in group order.
@@ -30,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/chakra/trace.h"
 #include "pdes/communicator.h"
 #include "util/result.h"
 #include "workload/collectives.h"
@@ -58,12 +61,24 @@ struct NodeCost {
   std::uint64_t tensor_size = 0;  // kRoofline, kMemory
 };
 
+// A program's device memory from the tensors its first rank's trace lists (PyTorch-converted
+// traces; none when no node lists a device tensor). Storages a node reads before any node writes
+// them existed before the step (parameters, optimizer state, the batch) and stay live throughout;
+// a storage first written in the step is live from that node to its last reader or writer, in the
+// order the nodes run. Each storage counts the furthest bytes any reference reaches into it.
+struct MemoryFootprint {
+  std::uint64_t arguments = 0;  // storages that existed before the step
+  std::uint64_t peak = 0;       // arguments plus the most storages live at one node
+};
+std::optional<MemoryFootprint> memory_footprint(const Trace& trace, const std::vector<std::uint32_t>& order);
+
 struct Program {
   std::shared_ptr<const workload::Program> program;
   std::string label;                 // "prefix.{0-7}.et"
   std::vector<std::uint32_t> ranks;  // the global rank of each device of the program
   std::vector<NodeCost> costs;       // per workload::OpId
   workload::JointGroups joint_groups;  // collectives whose groups hold ranks of other programs
+  std::optional<MemoryFootprint> memory;
 };
 
 struct Workload {
