@@ -70,6 +70,17 @@ def tensors(stage):
     return out + ([H, H * v] if stage == pp - 1 else [])
 
 
+# Per stage and step: the tensor-parallel all-reduces (2 forward and 2 backward per layer and
+# microbatch, the embedding's on stage 0, the head's max, sum, loss and input gradient and the
+# loss average on the last stage); FSDP's units (the embedding, each layer, the head).
+def tp_all_reduces(stage):
+    return 4 * per_stage[stage] * M + (M if stage == 0 else 0) + (4 * M + 1 if stage == pp - 1 else 0)
+
+
+def fsdp_units(stage):
+    return per_stage[stage] + (1 if stage == 0 else 0) + (1 if stage == pp - 1 else 0)
+
+
 zdp = 3
 zsummary = load("zero.summary")
 for s in range(pp):
@@ -79,7 +90,7 @@ for s in range(pp):
     comm = load(f"zero.inspect{s}")["communication_ops"]
     last = s == pp - 1
     n = len(tensors(s))
-    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+    tp_reduces = tp_all_reduces(s)
     assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm)
     assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
 print("ok   distributed optimizer: optimizer state per replica 12 x ceil(E / dp) bytes per tensor; "
@@ -97,10 +108,10 @@ for s in range(pp):
     assert fsdp_summary["memory"][s]["arguments_bytes"] == expected, (s, fsdp_summary["memory"][s], expected)
     assert expected < zsummary["memory"][s]["arguments_bytes"]
     comm = load(f"fsdp.inspect{s}")["communication_ops"]
-    units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+    units = fsdp_units(s)
     assert comm.get("stablehlo.all_gather") == M * (units + per_stage[s] + (1 if last else 0)), (s, comm)
     assert comm.get("stablehlo.reduce_scatter") == M * units, (s, comm)
-    tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+    tp_reduces = tp_all_reduces(s)
     assert comm["stablehlo.all_reduce"] == tp_reduces, (s, comm, tp_reduces)
 print("ok   FSDP: weights and optimizer state 14 x ceil(E / dp) bytes per tensor; all-gathers and "
       "reduce-scatters per unit and microbatch")
@@ -111,7 +122,7 @@ for s in range(pp):
     last = s == pp - 1
     assert nosync_summary["memory"][s]["arguments_bytes"] == fsdp_summary["memory"][s]["arguments_bytes"], s
     comm, plain = load(f"nosync.inspect{s}")["communication_ops"], load(f"fsdp.inspect{s}")["communication_ops"]
-    units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+    units = fsdp_units(s)
     assert comm.get("stablehlo.reduce_scatter") == units, (s, comm, units)
     for kind in ("stablehlo.all_gather", "stablehlo.all_reduce", "stablehlo.send", "stablehlo.recv"):
         assert comm.get(kind) == plain.get(kind), (s, kind, comm, plain)
@@ -138,8 +149,8 @@ for name, per_tensor in (("hsdpzero", lambda e: 2 * e + 12 * -(-e // SG)), ("hsd
         # the replicate groups (told apart by the text below), and the loss's over all 4 replicas.
         comm = load(f"{name}.inspect{s}")["communication_ops"]
         collectives = load(f"{name}.collectives{s}")["collectives"]
-        tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
-        units = per_stage[s] + (1 if s == 0 else 0) + (1 if last else 0)
+        tp_reduces = tp_all_reduces(s)
+        units = fsdp_units(s)
         gathers = n if name == "hsdpzero" else M * (units + per_stage[s] + (1 if last else 0))
         scatters = n if name == "hsdpzero" else M * units
         assert comm.get("stablehlo.all_gather") == gathers, (name, s, comm, gathers)
@@ -195,7 +206,7 @@ for name, threshold in (("buckets", 300000), ("onebucket", 40_000_000), ("zerobu
     for s in range(pp):
         comm = load(f"{name}.inspect{s}")["communication_ops"]
         last = s == pp - 1
-        tp_reduces = 4 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+        tp_reduces = tp_all_reduces(s)
         n = bucket_count(s, threshold)
         if name == "zerobuckets":
             assert comm.get("stablehlo.reduce_scatter") == n and comm.get("stablehlo.all_gather") == n, (s, comm, n)
