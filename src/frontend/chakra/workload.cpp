@@ -466,8 +466,8 @@ class Builder {
       std::vector<std::uint64_t> min_duration;
     };
     std::map<std::uint64_t, Local> local;
-    WireWriter mine;  // (rank, signature) per rank, then (rank, node, peer) per send and recv node
-    WireWriter peers;
+    WireWriter mine;   // (rank, signature) per rank read
+    WireWriter peers;  // (rank, node, peer) per send and recv node
     std::uint64_t read = 0;
     std::optional<Failure> failure;
     for (std::uint32_t rank = first_owned(process_); rank < first_owned(process_ + 1); ++rank) {
