@@ -35,9 +35,7 @@ class CostTableTimes final : public system::OpTimes {
     return c.fused_ops == 0 ? std::string()
                             : fmt::format("fusion of {} ops ({})", c.fused_ops + 1, config::enum_to_string(c.op_class));
   }
-  [[nodiscard]] std::optional<std::uint64_t> bytes_written(workload::OpId op) const override {
-    return costs_.ops[op].bytes_written.count;
-  }
+  [[nodiscard]] bool stored(workload::OpId op) const override { return costs_.ops[op].stored; }
   [[nodiscard]] const compute::ProgramCosts& costs() const { return costs_; }
 
  private:

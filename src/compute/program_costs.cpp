@@ -83,6 +83,18 @@ class ProgramCoster {
     for (OpId id = 0; id < p_.op_count(); ++id) {
       cost_op(id);
     }
+    if (!is_member_.empty()) {
+      for (OpId id = 0; id < p_.op_count(); ++id) {
+        const OpId root = costs_.ops[id].fused_into;
+        if (is_member_[id] && root != workload::kNoId && root != id) {
+          bool stored = false;
+          for (std::uint32_t r = 0; r < p_.result_types(p_.op(id)).size() && !stored; ++r) {
+            stored = escapes(workload::ValueRef::op_result(id, r), root);
+          }
+          costs_.ops[id].stored = stored;
+        }
+      }
+    }
     const CacheStats after = model_.cache_stats();
     costs_.cache.lookups = after.lookups - before.lookups;
     costs_.cache.hits = after.hits - before.hits;

@@ -90,6 +90,10 @@ struct OpCost {
   Flops flops;
   Bytes bytes_read;
   Bytes bytes_written;
+  // Whether the op's results are written to memory where a reader outside its kernel finds them:
+  // false for an op of a fused kernel whose outside readers are kernels that recompute it (a
+  // duplicated producer), or that nothing outside reads (the memory estimate).
+  bool stored = true;
   // The estimator that produced the time ("roofline", "systolic", "table", "plugin:NAME",
   // "fallback:roofline" when the table fell back) and its note (the rule, the terms, the table row
   // or the fallback reason). Empty unless kCompute. Views into the ProgramCosts' string pool.

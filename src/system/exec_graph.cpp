@@ -13,7 +13,9 @@ namespace {
 
 using workload::OpCategory;
 using workload::OpKind;
-using Deps = std::vector<std::uint32_t>;  // exec ops a value depends on, sorted and distinct
+// The buffers a value depends on (ExecGraph::Buffer, by id in creation order, so sorted by the exec
+// op that writes them too), sorted and distinct.
+using Deps = std::vector<std::uint32_t>;
 
 void merge_into(Deps& into, const Deps& from) {
   if (from.empty()) {
@@ -48,7 +50,11 @@ class ExecGraphBuilder {
     }
     const workload::Function& function = program_.function(entry);
     std::vector<Deps> arguments(program_.argument_types(function).size());
-    (void)run_function(entry, arguments);
+    for (const Deps& result : run_function(entry, arguments)) {
+      for (const std::uint32_t buffer : result) {
+        buffers_[buffer].output = true;
+      }
+    }
     return finish();
   }
 
@@ -249,11 +255,19 @@ class ExecGraphBuilder {
       return;
     }
     add_exec(id, op, ExecKind::kCompute, &extra);
-    const Deps self = values_[workload::ValueRef::op_result(id, 0).key()];
-    for (const workload::OpId member : members) {
+    const auto writer = static_cast<std::uint32_t>(graph_.ops_.size() - 1);
+    for (const workload::OpId member : members) {  // in program order: operands first
+      Deps recomputed_from;
+      if (options_.stored && !options_.stored(member)) {
+        for (const workload::ValueRef operand : program_.operands(program_.op(member))) {
+          merge_into(recomputed_from, deps_of(operand));
+        }
+      }
       const auto results = program_.result_types(program_.op(member)).size();
       for (std::uint32_t r = 0; r < results; ++r) {
-        values_[workload::ValueRef::op_result(member, r).key()] = self;
+        Deps deps{new_buffer(member, r, writer)};
+        merge_into(deps, recomputed_from);
+        values_[workload::ValueRef::op_result(member, r).key()] = std::move(deps);
       }
     }
   }
@@ -284,16 +298,29 @@ class ExecGraphBuilder {
       ordinal = (kind == ExecKind::kSend ? send_occurrences_ : recv_occurrences_)[channel]++;
     }
     graph_.ops_.push_back(ExecOp{id, kind, ordinal});
-    graph_.in_degree_.push_back(static_cast<std::uint32_t>(deps.size()));
-    for (const std::uint32_t producer : deps) {
-      edges_.emplace_back(producer, index);
+    done_.push_back(new_buffer(workload::kNoId, 0, index));  // the op's completion (no bytes)
+    // The buffers are numbered in the order their writers were added, so their writers come out
+    // sorted: distinct after dropping repeats.
+    std::uint32_t producers = 0;
+    for (const std::uint32_t buffer : deps) {
+      const std::uint32_t producer = buffers_[buffer].writer;
+      if (producers == 0 || edges_.back().first != producer) {
+        edges_.emplace_back(producer, index);
+        ++producers;
+      }
+      reads_.emplace_back(buffer, index);
     }
-    const Deps self{index};
+    graph_.in_degree_.push_back(producers);
     const auto results = program_.result_types(op).size();
     for (std::uint32_t r = 0; r < results; ++r) {
-      values_[workload::ValueRef::op_result(id, r).key()] = self;
+      values_[workload::ValueRef::op_result(id, r).key()] = Deps{new_buffer(id, r, index)};
     }
     check_size(id);
+  }
+
+  std::uint32_t new_buffer(workload::OpId op, std::uint32_t result, std::uint32_t writer) {
+    buffers_.push_back(ExecGraph::Buffer{op, result, writer, ExecGraph::kNoReader, false});
+    return static_cast<std::uint32_t>(buffers_.size() - 1);
   }
 
   // A free op: every result depends on what all operands depend on. Tuples keep their elements
@@ -310,6 +337,34 @@ class ExecGraphBuilder {
       const std::uint64_t key = workload::ValueRef::op_result(id, 0).key();
       values_[key] = std::move(all);
       tuples_[key] = std::move(elements);
+      return;
+    }
+    if (op.kind == OpKind::kOptimizationBarrier && operands.size() == program_.result_types(op).size()) {
+      // Result i is operand i; every result waits for every operand. The wait on the others is a
+      // dependency on their writers' completion, not a read of their data, so the barrier keeps
+      // no other operand's buffers live (the memory estimate).
+      Deps done;
+      for (const workload::ValueRef operand : operands) {
+        for (const std::uint32_t buffer : deps_of(operand)) {
+          const std::uint32_t writer = buffers_[buffer].writer;
+          if (done.empty() || done.back() != done_[writer]) {
+            done.push_back(done_[writer]);
+          }
+        }
+      }
+      std::sort(done.begin(), done.end());
+      done.erase(std::unique(done.begin(), done.end()), done.end());
+      for (const Deps& gate : gates_) {
+        merge_into(done, gate);
+      }
+      std::vector<Deps> results;
+      for (const workload::ValueRef operand : operands) {
+        results.push_back(deps_of(operand));
+        merge_into(results.back(), done);
+      }
+      for (std::uint32_t r = 0; r < results.size(); ++r) {
+        values_[workload::ValueRef::op_result(id, r).key()] = std::move(results[r]);
+      }
       return;
     }
     if (op.kind == OpKind::kGetTupleElement && !operands.empty()) {
@@ -557,6 +612,10 @@ class ExecGraphBuilder {
     graph_.ops_ = std::move(ops);
     graph_.in_degree_ = std::move(in_degree);
     graph_.collectives_ = std::move(collectives);
+    remap_.resize(n);
+    for (std::uint32_t v = 0; v < n; ++v) {
+      remap_[v] = renumber[find(v)];  // a merged member: its merged op
+    }
   }
 
   ExecGraph finish() {
@@ -588,7 +647,34 @@ class ExecGraphBuilder {
     }
     edges_.clear();
     edges_.shrink_to_fit();
+    finish_buffers();
     return std::move(graph_);
+  }
+
+  // Writers and readers in the final numbering (combining merges and moves ops); each buffer's last
+  // reader; the buffers nobody reads and the step does not return (a kernel's inner values, dead
+  // results) dropped.
+  void finish_buffers() {
+    const auto final_index = [&](std::uint32_t v) { return remap_.empty() ? v : remap_[v]; };
+    for (ExecGraph::Buffer& buffer : buffers_) {
+      buffer.writer = final_index(buffer.writer);
+    }
+    for (const auto& [buffer, reader] : reads_) {
+      std::uint32_t& last = buffers_[buffer].last_reader;
+      const std::uint32_t index = final_index(reader);
+      if (index != buffers_[buffer].writer && (last == ExecGraph::kNoReader || index > last)) {
+        last = index;
+      }
+    }
+    reads_.clear();
+    reads_.shrink_to_fit();
+    std::erase_if(buffers_, [](const ExecGraph::Buffer& b) {
+      return b.op == workload::kNoId || (b.last_reader == ExecGraph::kNoReader && !b.output);
+    });
+    std::stable_sort(
+        buffers_.begin(), buffers_.end(),
+        [](const ExecGraph::Buffer& a, const ExecGraph::Buffer& b) { return a.writer < b.writer; });
+    graph_.buffers_ = std::move(buffers_);
   }
 
   const workload::Program& program_;
@@ -604,6 +690,10 @@ class ExecGraphBuilder {
   std::unordered_map<std::uint64_t, std::vector<Deps>> tuples_;
   std::vector<Deps> gates_;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges_;
+  std::vector<ExecGraph::Buffer> buffers_;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> reads_;  // (buffer, reader)
+  std::vector<std::uint32_t> remap_;                            // after combining: exec op -> its final index
+  std::vector<std::uint32_t> done_;                             // per exec op: its completion buffer
   std::map<std::int64_t, std::uint32_t> send_occurrences_;
   std::map<std::int64_t, std::uint32_t> recv_occurrences_;
   int call_depth_ = 0;
@@ -620,7 +710,8 @@ std::size_t ExecGraph::heap_bytes() const {
   return ops_.capacity() * sizeof(ExecOp) +
          (consumer_begin_.capacity() + consumers_.capacity() + in_degree_.capacity() + sources_.capacity() +
           collectives_.capacity() + combined_begin_.capacity() + combined_sources_.capacity()) *
-             sizeof(std::uint32_t);
+             sizeof(std::uint32_t) +
+         buffers_.capacity() * sizeof(Buffer);
 }
 
 }  // namespace orrery::system

@@ -61,6 +61,10 @@ struct ExecGraphOptions {
   std::uint64_t max_ops = 50'000'000;  // refuse to unroll beyond this many exec ops
   std::uint64_t combine_bytes = 0;      // collective combining: size limit per group; 0: off
   std::uint32_t combine_count = 256;    // and ops per group
+  // Whether a fused kernel's member op stores its results (OpTimes::stored; empty: all do). The
+  // readers of a value that is not stored recompute it, so they read what it was computed from:
+  // its operands' buffers stay live until them (the memory estimate).
+  std::function<bool(workload::OpId)> stored;
 };
 
 // Which collectives may combine: ops with equal keys, and the size that counts against the limit.
@@ -95,6 +99,22 @@ class ExecGraph {
   [[nodiscard]] std::span<const std::uint32_t> collectives() const { return collectives_; }
   [[nodiscard]] std::uint64_t edges() const { return consumers_.size(); }
   [[nodiscard]] std::size_t heap_bytes() const;
+  // The values exec ops write that the step uses, for the memory estimate: each result of an exec
+  // op, and each result of a fused kernel's members, that another exec op reads or the step
+  // returns; with the exec op that writes it and its last reader in exec order (kNoReader for a
+  // step output nobody reads). Sorted by writer. A value reaches its readers through free ops
+  // (renames, tuples, calls); an optimization barrier's result i reads operand i only (it waits
+  // for the other operands' writers without keeping their values), while other free ops that
+  // merge operands (a concatenate the cost table makes free) make their readers read them all.
+  struct Buffer {
+    workload::OpId op = workload::kNoId;  // the IR op whose result it is
+    std::uint32_t result = 0;
+    std::uint32_t writer = 0;
+    std::uint32_t last_reader = 0;
+    bool output = false;  // the step returns it
+  };
+  static constexpr std::uint32_t kNoReader = 0xffffffffU;
+  [[nodiscard]] std::span<const Buffer> buffers() const { return buffers_; }
   // The IR ops a combined collective exec op runs, in program order; empty if it was not combined.
   [[nodiscard]] std::span<const workload::OpId> combined_sources(std::uint32_t index) const {
     if (combined_begin_.empty()) {
@@ -113,6 +133,7 @@ class ExecGraph {
   std::vector<std::uint32_t> collectives_;
   std::vector<std::uint32_t> combined_begin_;  // CSR over combined_sources_, size ops + 1 (or empty)
   std::vector<workload::OpId> combined_sources_;
+  std::vector<Buffer> buffers_;
 };
 
 }  // namespace orrery::system

@@ -1,27 +1,20 @@
 #include "system/memory.h"
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 namespace orrery::system {
 
 MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
   const ExecGraph& graph = program.graph();
   const auto n = static_cast<std::uint32_t>(graph.size());
-  // Results of op i are freed after the last consumer of i runs (never, when i has none: outputs).
+  const std::span<const ExecGraph::Buffer> buffers = graph.buffers();
+  // Each buffer is freed after its last reader runs (never, for a step output).
   std::vector<std::vector<std::uint32_t>> frees(n);
-  std::vector<std::uint64_t> bytes(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const auto combined = graph.combined_sources(i);
-    if (combined.empty()) {
-      bytes[i] = program.output_bytes(graph.op(i).source);  // a fused kernel: every value it writes
-    } else {
-      for (const workload::OpId member : combined) {  // a combined collective holds every member's result
-        bytes[i] += program.result_bytes(member);
-      }
-    }
-    const auto consumers = graph.consumers(i);
-    if (!consumers.empty()) {
-      frees[*std::max_element(consumers.begin(), consumers.end())].push_back(i);
+  for (std::uint32_t b = 0; b < buffers.size(); ++b) {
+    if (!buffers[b].output && buffers[b].last_reader != ExecGraph::kNoReader) {
+      frees[buffers[b].last_reader].push_back(b);
     }
   }
   MemoryEstimate estimate;
@@ -30,16 +23,23 @@ MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
   estimate.capacity = capacity.count;
   std::uint64_t live = estimate.arguments;
   estimate.peak = live;
-  // Step outputs (results nobody in the step reads) are written into donated argument buffers
-  // while any remain, as XLA aliases them: they take no new memory up to the donated bytes.
+  // Step outputs (the values the step returns: updated weights and optimizer state) are written
+  // into donated argument buffers while any remain, as XLA aliases them: they take no new memory
+  // up to the donated bytes.
   std::uint64_t donated = program.donated_argument_bytes();
+  std::vector<std::uint64_t> bytes(buffers.size());
+  std::size_t next = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (graph.consumers(i).empty()) {
-      const std::uint64_t reused = std::min(donated, bytes[i]);
-      donated -= reused;
-      bytes[i] -= reused;
+    for (; next < buffers.size() && buffers[next].writer == i; ++next) {
+      const ExecGraph::Buffer& buffer = buffers[next];
+      bytes[next] = program.value_bytes(buffer.op, buffer.result);
+      if (buffer.output) {
+        const std::uint64_t reused = std::min(donated, bytes[next]);
+        donated -= reused;
+        bytes[next] -= reused;
+      }
+      live += bytes[next];
     }
-    live += bytes[i];
     estimate.peak = std::max(estimate.peak, live);
     for (const std::uint32_t freed : frees[i]) {
       live -= bytes[freed];

@@ -47,20 +47,22 @@ ProgramModel::ProgramModel(std::shared_ptr<const workload::Program> program, std
   }
   devices_ = replicas > 0 ? replicas : p.num_devices();
   op_time_.resize(p.op_count());
-  kernel_written_.assign(p.op_count(), 0);
   for (workload::OpId id = 0; id < p.op_count(); ++id) {
     op_time_[id] = times.takes_time(id) ? times.time(id) : SimTime::zero();
+    if (!times.stored(id)) {
+      not_stored_.resize(p.op_count(), false);
+      not_stored_[id] = true;
+    }
     if (times.takes_time(id)) {
       if (std::string kernel = times.kernel_label(id); !kernel.empty()) {
         kernel_labels_.emplace(id, std::move(kernel));
       }
-      if (const auto written = times.bytes_written(id)) {
-        kernel_written_[id] = *written;
-      }
     }
   }
+  ExecGraphOptions options = graph_options;
+  options.stored = [&](workload::OpId id) { return times.stored(id); };
   graph_ = ExecGraph::build(
-      p, [&](workload::OpId id) { return times.takes_time(id); }, graph_options,
+      p, [&](workload::OpId id) { return times.takes_time(id); }, options,
       [&](workload::OpId id) { return times.kernel_of(id); },
       [&](workload::OpId id) {
         const auto [it, inserted] = combine_key_of_.try_emplace(id);
@@ -393,10 +395,12 @@ std::uint64_t ProgramModel::result_bytes(workload::OpId id) const {
   return bytes;
 }
 
-std::uint64_t ProgramModel::output_bytes(workload::OpId id) const {
-  // At least the op's results: an in-place update (dynamic_update_slice, scatter) writes only the
-  // update, but its result is the whole buffer, live until its last consumer.
-  return std::max(result_bytes(id), kernel_written_[id]);
+std::uint64_t ProgramModel::value_bytes(workload::OpId id, std::uint32_t result) const {
+  if (id < not_stored_.size() && not_stored_[id]) {
+    return 0;
+  }
+  const auto types = program_->result_types(program_->op(id));
+  return result < types.size() ? program_->types().byte_size(types[result]).value_or(0) : 0;
 }
 
 std::uint64_t ProgramModel::argument_bytes() const {

@@ -31,11 +31,9 @@ class OpTimes {
   [[nodiscard]] virtual workload::OpId kernel_of(workload::OpId /*op*/) const { return workload::kNoId; }
   // What the kernel at this op is when it is more than the op ("fusion of 12 ops"), or empty.
   [[nodiscard]] virtual std::string kernel_label(workload::OpId /*op*/) const { return {}; }
-  // Bytes the kernel at this compute op writes to memory: every value of its fused ops that is
-  // used outside it, not only the op's own results (the memory estimate); nullopt: its results.
-  [[nodiscard]] virtual std::optional<std::uint64_t> bytes_written(workload::OpId /*op*/) const {
-    return std::nullopt;
-  }
+  // Whether the op's results are stored where readers outside its kernel read them (false: the
+  // kernels that read them recompute them; the memory estimate counts no buffer for them).
+  [[nodiscard]] virtual bool stored(workload::OpId /*op*/) const { return true; }
 };
 
 // Device groups of collective ops, interned: ops with the same groups share one GroupSet.
@@ -110,9 +108,9 @@ class ProgramModel {
   [[nodiscard]] std::string describe_op(workload::OpId op, const workload::LineIndex& lines) const;
   // Bytes of an op's results.
   [[nodiscard]] std::uint64_t result_bytes(workload::OpId op) const;
-  // Bytes an exec op's source leaves in memory (for the memory estimate): what its kernel writes
-  // (OpTimes::bytes_written) for a compute op, at least its results.
-  [[nodiscard]] std::uint64_t output_bytes(workload::OpId op) const;
+  // Bytes of result `result` of an op as a buffer of the memory estimate (ExecGraph::buffers): 0
+  // when its kernel's readers recompute it (OpTimes::stored).
+  [[nodiscard]] std::uint64_t value_bytes(workload::OpId op, std::uint32_t result) const;
   [[nodiscard]] std::uint64_t argument_bytes() const;
   // Bytes of the entry arguments donated to the step's outputs (XLA's input-output aliasing):
   // those with a `tf.aliasing_output` or a true `jax.buffer_donor` argument attribute, as
@@ -134,9 +132,9 @@ class ProgramModel {
   std::uint32_t devices_ = 0;
   std::vector<std::uint32_t> ranks_;
   ExecGraph graph_;
-  std::vector<SimTime> op_time_;  // per IR op
-  std::vector<std::uint64_t> kernel_written_;  // per IR op: what its kernel writes (0: unknown, its results)
+  std::vector<SimTime> op_time_;                                   // per IR op
   std::unordered_map<workload::OpId, std::string> kernel_labels_;  // fused kernels
+  std::vector<bool> not_stored_;                                   // per IR op: !OpTimes::stored
   std::vector<CollectiveInfo> collectives_;
   std::unordered_map<workload::OpId, std::uint32_t> collective_index_;
   std::vector<GroupSet> group_sets_;
