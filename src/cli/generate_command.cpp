@@ -46,7 +46,9 @@ void write_or_throw(const std::filesystem::path& path, const std::string& text) 
 int generate_llm(GenerateArguments& a) {
   gen::LlmJob job = a.job;
   job.model = gen::resolve_model(a.model, a.dimensions);
-  job.schedule = a.schedule == "gpipe" ? gen::PipelineSchedule::kGPipe : gen::PipelineSchedule::kOneFOneB;
+  job.schedule = a.schedule == "gpipe"   ? gen::PipelineSchedule::kGPipe
+                 : a.schedule == "zb-h1" ? gen::PipelineSchedule::kZeroBubbleH1
+                                         : gen::PipelineSchedule::kOneFOneB;
   job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
   job.grads_in_bf16 = a.grad_dtype == "bf16";
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
@@ -166,8 +168,11 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
       ->capture_default_str();
   llm->add_option("--micro-batches", a->job.micro_batches, "Microbatches per step")->capture_default_str();
   llm->add_option("--seq", a->job.seq, "Sequence length")->capture_default_str();
-  llm->add_option("--schedule", a->schedule, "Pipeline schedule: 1f1b or gpipe")
-      ->check(CLI::IsMember({"1f1b", "gpipe"}))
+  llm->add_option(
+         "--schedule", a->schedule,
+         "Pipeline schedule: 1f1b, gpipe or zb-h1 (1F1B with the backward split into input and weight "
+         "gradients, zero-bubble ZB-H1)")
+      ->check(CLI::IsMember({"1f1b", "gpipe", "zb-h1"}))
       ->capture_default_str();
   llm->add_option("--virtual-stages", a->job.virtual_stages,
                   "Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline stages)")

@@ -195,7 +195,9 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.micro_batches = c.micro_batches;
     job.seq = c.seq;
     job.schedule = c.schedule == config::LlmScheduleConfig::kGPipe ? gen::PipelineSchedule::kGPipe
-                                                                   : gen::PipelineSchedule::kOneFOneB;
+                   : c.schedule == config::LlmScheduleConfig::kZeroBubbleH1
+                       ? gen::PipelineSchedule::kZeroBubbleH1
+                       : gen::PipelineSchedule::kOneFOneB;
     job.recompute =
         c.recompute == config::LlmRecomputeConfig::kFull ? gen::Recompute::kFull : gen::Recompute::kNone;
     job.attention =

@@ -78,10 +78,11 @@ struct ChakraConfig {
   }
 };
 
-enum class LlmScheduleConfig { kOneFOneB, kGPipe };
+enum class LlmScheduleConfig { kOneFOneB, kGPipe, kZeroBubbleH1 };
 inline std::span<const EnumName<LlmScheduleConfig>> enum_names(LlmScheduleConfig) {
   static constexpr EnumName<LlmScheduleConfig> kNames[] = {{LlmScheduleConfig::kOneFOneB, "1f1b"},
-                                                           {LlmScheduleConfig::kGPipe, "gpipe"}};
+                                                           {LlmScheduleConfig::kGPipe, "gpipe"},
+                                                           {LlmScheduleConfig::kZeroBubbleH1, "zb-h1"}};
   return kNames;
 }
 enum class LlmRecomputeConfig { kNone, kFull };
@@ -168,7 +169,9 @@ struct LlmWorkloadConfig {
     v("micro_batch", micro_batch, "Sequences per microbatch per replica.", at_least(1));
     v("micro_batches", micro_batches, "Microbatches per step.", at_least(1));
     v("seq", seq, "Sequence length.", at_least(1));
-    v("schedule", schedule, "Pipeline schedule.");
+    v("schedule", schedule,
+      "Pipeline schedule: 1f1b, gpipe, or zb-h1 (zero-bubble ZB-H1: 1F1B with each backward split into input "
+      "and weight gradients, the weight gradients run later).");
     v("virtual_stages", virtual_stages, "Interleaved 1F1B: model chunks per pipeline stage.", at_least(1));
     v("recompute", recompute, "Activation recomputation.");
     v("attention", attention, "flash: one fused kernel each way; naive: scores materialised.");

@@ -29,7 +29,9 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.pp = (bits & 2) != 0 ? 3 : 1;
     job.dp = (bits & 4) != 0 ? 3 : 1;  // 3: the optimizer-state shards need padding
     job.attention = (bits & 8) != 0 ? Attention::kNaive : Attention::kFlash;
-    job.schedule = (bits & 16) != 0 ? PipelineSchedule::kGPipe : PipelineSchedule::kOneFOneB;
+    job.schedule = (bits & 16) != 0  ? PipelineSchedule::kGPipe
+                   : (bits % 3) == 2 ? PipelineSchedule::kZeroBubbleH1
+                                     : PipelineSchedule::kOneFOneB;
     job.recompute = (bits & 32) != 0 ? Recompute::kFull : Recompute::kNone;
     job.zero = (bits & 64) != 0;
     job.sequence_parallel = (bits & 128) != 0;
@@ -76,6 +78,7 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
     job.fp8 = (bits % 3) == 1;
     job.model.shared_ffn = (bits % 4) == 2 ? 64 : 0;
+    job.schedule = (bits % 5) == 3 ? PipelineSchedule::kZeroBubbleH1 : PipelineSchedule::kOneFOneB;
     // Hybrid sharding in pairs where 2 divides the devices holding the same experts too.
     job.shard_group = (job.zero || job.fsdp) && (job.dp / job.ep) * job.tp % 2 == 0 && bits % 2 == 0 ? 2 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
@@ -279,9 +282,48 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   refused(job, "--pp 2 x --virtual-stages 3 is more model chunks than the model's 5 layers");
   job.virtual_stages = 2;
   job.schedule = PipelineSchedule::kGPipe;
-  refused(job, "interleaving is a 1F1B schedule");
+  refused(job, "interleaving is a 1F1B schedule; drop --schedule gpipe");
+  job.schedule = PipelineSchedule::kZeroBubbleH1;
+  refused(job, "interleaving is a 1F1B schedule; drop --schedule zb-h1");
   job.schedule = PipelineSchedule::kOneFOneB;
   EXPECT_NO_THROW(validate(job));
+}
+
+// The order of a stage's units in its program: F (a layer's forward), B (its backward, or under
+// ZB-H1 its input gradients) and W (ZB-H1's weight gradients), one layer per stage.
+std::string unit_order(const LlmJob& job, std::uint32_t stage) {
+  const std::string text = stage_program(job, stage);
+  std::string order;
+  for (std::size_t at = text.find("func.call @layer_"); at != std::string::npos;
+       at = text.find("func.call @layer_", at + 1)) {
+    const std::string_view callee(text.data() + at + 17, 16);
+    order += callee.starts_with("forward(")           ? 'F'
+             : callee.starts_with("backward(")        ? 'B'
+             : callee.starts_with("weight_backward(") ? 'W'
+                                                      : '?';
+  }
+  return order;
+}
+
+TEST(GenerateLlm, ZeroBubbleH1RunsEachWeightPassAsManyMicrobatchesLateAsItsStage) {
+  LlmJob job = tiny();
+  job.model.layers = 3;
+  job.pp = 3;
+  job.micro_batches = 4;
+  // 1F1B: pp - s - 1 forwards, then one forward and one backward, then the remaining backwards.
+  EXPECT_EQ(unit_order(job, 0), "FFFBFBBB");
+  EXPECT_EQ(unit_order(job, 1), "FFBFBFBB");
+  EXPECT_EQ(unit_order(job, 2), "FBFBFBFB");
+  // ZB-H1 (Qi et al. 2024): 1F1B's forwards and backwards, stage s running microbatch j's W after
+  // microbatch j + s's B and the rest at the end; stage 0's W directly follows its B, so its
+  // backward stays whole.
+  job.schedule = PipelineSchedule::kZeroBubbleH1;
+  EXPECT_EQ(unit_order(job, 0), "FFFBFBBB");
+  EXPECT_EQ(unit_order(job, 1), "FFBFBWFBWBWW");
+  EXPECT_EQ(unit_order(job, 2), "FBFBFBWFBWWW");
+  // With more microbatches than stages the steady state runs F, B, W.
+  job.micro_batches = 6;
+  EXPECT_EQ(unit_order(job, 2), "FBFBFBWFBWFBWFBWWW");
 }
 
 }  // namespace

@@ -11,7 +11,8 @@
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost, and interleaving (virtual stages) idles less and
-# stashes more; a mixture-of-experts job routes its tokens to
+# stashes more; ZB-H1 runs the same kernels as 1F1B in a shorter step, idling less, stage 0 stashing
+# what it does under 1F1B and the later stages more; a mixture-of-experts job routes its tokens to
 # experts spread over expert-parallel groups by all-to-all (expert GEMM FLOPs, all-to-alls and
 # their bytes, the experts' own reduction groups and ZeRO-1 shards as the closed forms, -np 1 =
 # -np 2); generating twice gives the same files; and each bad request ends with a message and
@@ -65,6 +66,12 @@ gen onef "${pipe[@]}" --micro-batches 8
 gen onef16 "${pipe[@]}" --micro-batches 16
 gen interleaved "${pipe[@]}" --micro-batches 8 --virtual-stages 2
 gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
+gen zb "${pipe[@]}" --micro-batches 8 --schedule zb-h1
+# ZB-H1 with tensor-parallel collectives in the weight passes (sequence parallelism's gathers)
+# and a data-parallel reduction that waits for the last weight pass, against 1F1B.
+gen onef_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2 --distributed-optimizer
+gen zb_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2 --distributed-optimizer \
+  --schedule zb-h1
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
 gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
@@ -111,7 +118,9 @@ run zerobuckets zerobuckets_np2 2
 run hsdpzero hsdpzero
 run hsdp hsdp
 run hsdp hsdp_np2 2
-for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved; do run "$name" "$name"; done
+for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved zb onef_spzero zb_spzero; do run "$name" "$name"; done
+run zb zb_np2 2
+run zb_spzero zb_spzero_np2 2
 run interleaved interleaved_np2 2
 for s in 0 1 2 3; do
   "$orrery" inspect "$work/interleaved/stage_$s.mlir" --json > "$work/interleaved.inspect$s.json" ||

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -624,8 +625,9 @@ class StageWriter {
         job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
         job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
         job_.tp, job_.cp, job_.dp, job_.micro_batches, job_.micro_batch, job_.seq,
-        job_.schedule == PipelineSchedule::kGPipe
-            ? "GPipe"
+        job_.schedule == PipelineSchedule::kGPipe ? "GPipe"
+        : job_.schedule == PipelineSchedule::kZeroBubbleH1
+            ? "ZB-H1"
             : (job_.virtual_stages > 1 ? fmt::format("interleaved 1F1B ({} chunks)", job_.virtual_stages)
                                        : "1F1B"),
         flash() ? "flash" : "naive",
@@ -780,6 +782,94 @@ class StageWriter {
     }
     return body.dot(cast8(body, lhs, lf), cast8(body, rhs, rf), {0}, {0}, {lc}, {rc}, "bf16");
   }
+  // Zero-bubble schedules split a backward function in two: B computes the input gradient (what the
+  // stage below waits for) and the gradients that come with it (the norms'), W the weight
+  // gradients' GEMMs, later. While a B function is written, `deferring_` collects each weight
+  // gradient's computation with its operands (B returns the operands), and weight_grad() returns
+  // a placeholder in its place; split_function() writes both functions from them.
+  using WeightGradFn = std::function<Value(Body&, const std::vector<Value>&)>;
+  struct Deferred {
+    std::vector<Value> operands;
+    WeightGradFn compute;
+  };
+  std::vector<Deferred>* deferring_ = nullptr;
+  static constexpr const char* kDeferredPrefix = "#deferred";
+
+  // Stage 0 of ZB-H1 runs each W right after its B, so it keeps the backward whole (as
+  // Megatron-DeepSpeed's ZB-H1 does), which frees each layer's operands as it goes.
+  bool split_backward() const { return job_.schedule == PipelineSchedule::kZeroBubbleH1 && stage_ > 0; }
+
+  Value weight_grad(Body& body, std::vector<Value> operands, WeightGradFn compute) {
+    if (deferring_ == nullptr) {
+      return compute(body, operands);
+    }
+    deferring_->push_back({std::move(operands), std::move(compute)});
+    return Value{fmt::format("{}{}", kDeferredPrefix, deferring_->size() - 1), Type{}};
+  }
+
+  // How a split backward function's gradients are laid out: B returns the leading results (the
+  // input gradient), the gradients it computes itself, then the weight gradients' operands; W
+  // takes the operands and returns the weight gradients in the order they were deferred.
+  struct Split {
+    std::vector<Type> b_results;
+    std::vector<Type> w_results;
+    std::size_t b_gradients = 0;  // B's own gradients, after its leading results
+    std::size_t operands = 0;     // B's last results, W's arguments
+    // Per gradient of the unsplit function, in its order: (from W, index among B's own gradients
+    // or W's results).
+    std::vector<std::pair<bool, std::size_t>> source;
+
+    // The unsplit function's gradients from B's own and W's results.
+    [[nodiscard]] std::vector<Value> gradients(const std::vector<Value>& b_own,
+                                               const std::vector<Value>& w) const {
+      std::vector<Value> out;
+      for (const auto& [from_w, index] : source) {
+        out.push_back(from_w ? w.at(index) : b_own.at(index));
+      }
+      return out;
+    }
+  };
+
+  // Writes B as `name` and W as `w_name` from the body of `name` written with `deferred`
+  // collecting; `results` are the unsplit function's (the first `leading` of them not gradients).
+  std::string split_function(const std::string& name, const std::string& w_name,
+                             const std::vector<Value>& arguments, const Body& body,
+                             const std::vector<Value>& results, std::size_t leading,
+                             const std::vector<Deferred>& deferred, Split& split) {
+    split = Split{};
+    std::vector<Value> b_results(results.begin(), results.begin() + static_cast<std::ptrdiff_t>(leading));
+    for (std::size_t i = leading; i < results.size(); ++i) {
+      const std::string& result = results[i].name;
+      if (result.rfind(kDeferredPrefix, 0) == 0) {
+        split.source.emplace_back(true, std::stoull(result.substr(std::string_view(kDeferredPrefix).size())));
+      } else {
+        split.source.emplace_back(false, split.b_gradients++);
+        b_results.push_back(results[i]);
+      }
+    }
+    Body w_body;
+    std::vector<Value> w_arguments, w_results;
+    for (const Deferred& d : deferred) {
+      std::vector<Value> operands;
+      for (const Value& operand : d.operands) {
+        b_results.push_back(operand);
+        operands.push_back(Value{fmt::format("%operand{}", w_arguments.size()), operand.type});
+        w_arguments.push_back(operands.back());
+      }
+      w_results.push_back(d.compute(w_body, operands));
+    }
+    split.operands = w_arguments.size();
+    for (const Value& v : b_results) {
+      split.b_results.push_back(v.type);
+    }
+    for (const Value& v : w_results) {
+      split.w_results.push_back(v.type);
+    }
+    return function_text(name, false, arguments, body, b_results) +
+           function_text(w_name, false, w_arguments, w_body, w_results);
+  }
+  Split layer_split_, head_split_;
+
   // What a linear layer keeps of its input for its weight gradient: the input, or its FP8 cast.
   Type kept(const Type& type) const { return fp8() ? Type{type.dims, kE4M3} : type; }
 
@@ -1053,10 +1143,14 @@ class StageWriter {
     // The experts' backward.
     const Value dye = cast8(body, to_experts(body, dslot_out), kE5M2);
     const Value dswiglu = batched_linear(body, dye, w[6], 2, 2, kE5M2, kE4M3);
-    const Value dw_down = batched_linear(body, swiglu, dye, 1, 1, kE4M3, kE5M2);
+    const Value dw_down = weight_grad(body, {swiglu, dye}, [this](Body& b, const std::vector<Value>& o) {
+      return batched_linear(b, o[0], o[1], 1, 1, kE4M3, kE5M2);
+    });
     const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
     const Value dxe = batched_linear(body, dgate_up, w[5], 2, 2, kE5M2, kE4M3);
-    const Value dw_gate_up = batched_linear(body, xe, dgate_up, 1, 1, kE4M3, kE5M2);
+    const Value dw_gate_up = weight_grad(body, {xe, dgate_up}, [this](Body& b, const std::vector<Value>& o) {
+      return batched_linear(b, o[0], o[1], 1, 1, kE4M3, kE5M2);
+    });
     const Value dslot_in = from_experts(body, dxe);
     const Value dn2_experts =
         body.scatter_add(body.splat(Type{{s_.r, s_.h}, "bf16"}, "0.000000e+00"), slot_ids, dslot_in);
@@ -1070,7 +1164,8 @@ class StageWriter {
     const Value dlogits =
         body.convert(body.mul(probs, body.sub(dprobs, body.broadcast(row, full, {0}))), "bf16");
     const Value dn2 = body.add(dn2_experts, body.matmul(dlogits, w[4], 1, 1));
-    const Value dw_router = body.matmul(n2, dlogits, 0, 0);
+    const Value dw_router = weight_grad(
+        body, {n2, dlogits}, [](Body& b, const std::vector<Value>& o) { return b.matmul(o[0], o[1], 0, 0); });
     return {dn2, dw_router, dw_gate_up, dw_down};
   }
 
@@ -1185,10 +1280,14 @@ class StageWriter {
                                                           const Value& w_gate_up, const Value& w_down) {
     const Value dy_all = tp_gather(body, cast8(body, dy, kE5M2));
     const Value dswiglu = linear(body, dy_all, w_down, 1, 1, kE5M2, kE4M3);
-    const Value dw_down = linear(body, swiglu, dy_all, 0, 0, kE4M3, kE5M2);
+    const Value dw_down = weight_grad(body, {swiglu, dy_all}, [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
+    });
     const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
     const Value dn2 = tp_reduce(body, linear(body, dgate_up, w_gate_up, 1, 1, kE5M2, kE4M3));
-    const Value dw_gate_up = linear(body, tp_gather(body, n2), dgate_up, 0, 0, kE4M3, kE5M2);
+    const Value dw_gate_up = weight_grad(body, {n2, dgate_up}, [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
+    });
     return {dn2, {dw_gate_up, dw_down}};
   }
 
@@ -1206,6 +1305,8 @@ class StageWriter {
 
   std::string layer_backward_function() {
     Body body;
+    std::vector<Deferred> deferred;
+    deferring_ = split_backward() ? &deferred : nullptr;
     const Value dy{"%dy", local()};
     const std::vector<Value> w = layer_weights();
     const std::vector<Type> saved_type = saved_types();
@@ -1245,7 +1346,9 @@ class StageWriter {
     // Attention.
     const Value dh_all = tp_gather(body, cast8(body, dh, kE5M2));
     const Value dctx = linear(body, dh_all, w[2], 1, 1, kE5M2, kE4M3);
-    const Value dw_o = linear(body, ctx, dh_all, 0, 0, kE4M3, kE5M2);
+    const Value dw_o = weight_grad(body, {ctx, dh_all}, [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
+    });
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
     const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
@@ -1291,7 +1394,9 @@ class StageWriter {
         1);
     const Value dqkv8 = cast8(body, dqkv, kE5M2);
     const Value dn1 = tp_reduce(body, linear(body, dqkv8, w[1], 1, 1, kE5M2, kE4M3));
-    const Value dw_qkv = linear(body, tp_gather(body, n1), dqkv8, 0, 0, kE4M3, kE5M2);
+    const Value dw_qkv = weight_grad(body, {n1, dqkv8}, [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
+    });
     const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dx = body.add(dh, norm1[0]);
     std::vector<Value> arguments{dy};
@@ -1299,6 +1404,11 @@ class StageWriter {
     arguments.insert(arguments.end(), saved.begin(), saved.end());
     std::vector<Value> results{dx, norm1[1], dw_qkv, dw_o, norm2[1]};
     results.insert(results.end(), mlp_grads.begin(), mlp_grads.end());
+    deferring_ = nullptr;
+    if (split_backward()) {
+      return split_function("layer_backward", "layer_weight_backward", arguments, body, results, 1, deferred,
+                            layer_split_);
+    }
     return function_text("layer_backward", false, arguments, body, results);
   }
 
@@ -1397,6 +1507,8 @@ class StageWriter {
     }
     {
       Body body;
+      std::vector<Deferred> deferred;
+      deferring_ = split_backward() ? &deferred : nullptr;
       const Value normed{"%normed", local()};
       const Value rs{"%rs", local_stats()};
       const Value probs{"%probs", Type{{s_.n, s_.v}, "f32"}};
@@ -1406,10 +1518,16 @@ class StageWriter {
                        "bf16");
       const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1));
       // Under sequence parallelism the norm's output is gathered again, as the layers do.
-      const Value dhead = body.matmul(tp_gather(body, normed), dlogits, 0, 0);
+      const Value dhead = weight_grad(body, {normed, dlogits}, [this](Body& b, const std::vector<Value>& o) {
+        return b.matmul(tp_gather(b, o[0]), o[1], 0, 0);
+      });
       const auto back = body.call("rms_norm_backward", {dnorm, y, rs, wn}, {local(), Type{{s_.h}, "bf16"}});
-      text += function_text("head_backward", false, {normed, rs, probs, y, wn, wh, labels}, body,
-                            {back[0], back[1], dhead});
+      deferring_ = nullptr;
+      const std::vector<Value> arguments{normed, rs, probs, y, wn, wh, labels};
+      text += split_backward()
+                  ? split_function("head_backward", "head_weight_backward", arguments, body,
+                                   {back[0], back[1], dhead}, 1, deferred, head_split_)
+                  : function_text("head_backward", false, arguments, body, {back[0], back[1], dhead});
     }
     return text;
   }
@@ -1723,6 +1841,10 @@ class StageWriter {
     std::optional<Value> prior;  // the end of the previous unit of the schedule
     std::vector<std::vector<std::vector<Value>>> stash(micro);  // per microbatch, per layer
     std::vector<std::vector<Value>> head_stash(micro);          // the last stage's head, per microbatch
+    // Zero-bubble schedules: what each microbatch's B left for its W (B's own gradients, then the
+    // weight gradients' operands), per layer and for the head.
+    std::vector<std::vector<std::vector<Value>>> pending(micro, std::vector<std::vector<Value>>(layers_));
+    std::vector<std::vector<Value>> head_pending(micro);
     const std::size_t head_base = layer_base + layers_ * layer_param_count_;
     const std::vector<std::size_t> head_unit{head_base, head_base + 1};
     std::vector<Type> forward_results{local()};
@@ -1784,11 +1906,17 @@ class StageWriter {
         args[0] = after(body, args[0], prior);
         const auto hw = whole(head_unit, prior);
         args.insert(args.end(), {hw[0], hw[1], micro_ids(labels, m)});
-        const auto head =
-            body.call("head_backward", args, {local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+        if (split_backward()) {
+          const auto head = body.call("head_backward", args, head_split_.b_results);
+          dy = head[0];
+          head_pending[m].assign(head.begin() + 1, head.end());
+        } else {
+          const auto head =
+              body.call("head_backward", args, {local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+          dy = head[0];
+          reduce_unit(head_unit, {head[1], head[2]});
+        }
         head_stash[m].clear();
-        dy = head[0];
-        reduce_unit(head_unit, {head[1], head[2]});
       } else {
         dy = after(body, recv(body, local(), p2p_handle(vs, true, m)), prior);
       }
@@ -1807,9 +1935,15 @@ class StageWriter {
         std::vector<Value> args{dy};
         args.insert(args.end(), w.begin(), w.end());
         args.insert(args.end(), saved.begin(), saved.end());
-        const std::vector<Value> results = body.call("layer_backward", args, backward_results);
-        dy = results[0];
-        reduce_unit(layer_unit(i), std::vector<Value>(results.begin() + 1, results.end()));
+        if (split_backward()) {
+          const std::vector<Value> results = body.call("layer_backward", args, layer_split_.b_results);
+          dy = results[0];
+          pending[m][i].assign(results.begin() + 1, results.end());
+        } else {
+          const std::vector<Value> results = body.call("layer_backward", args, backward_results);
+          dy = results[0];
+          reduce_unit(layer_unit(i), std::vector<Value>(results.begin() + 1, results.end()));
+        }
         stash[m][i].clear();
       }
       if (vs == 0) {
@@ -1818,6 +1952,36 @@ class StageWriter {
         send(body, dy, p2p_handle(vs - 1, true, m));
       }
       prior = dy;
+    };
+
+    // A zero-bubble schedule's W unit: microbatch m's weight gradients, layer by layer in the order
+    // B ran them (the head first on the last stage), each from the operands B left, which wait
+    // for the previous unit of the schedule; then the gradients are accumulated (and reduced) as
+    // an unsplit backward does.
+    auto weight = [&](std::uint32_t m) {
+      std::vector<Value> outputs;
+      auto run = [&](const char* function, const Split& split, std::vector<Value>& left) {
+        const auto own = left.begin() + static_cast<std::ptrdiff_t>(split.b_gradients);
+        std::vector<Value> operands(own, left.end());
+        if (prior) {
+          operands.push_back(*prior);
+          operands = body.barrier(operands);
+          operands.pop_back();
+        }
+        const std::vector<Value> w = body.call(function, operands, split.w_results);
+        outputs.insert(outputs.end(), w.begin(), w.end());
+        std::vector<Value> gradients = split.gradients(std::vector<Value>(left.begin(), own), w);
+        left.clear();
+        return gradients;
+      };
+      if (last_) {
+        reduce_unit(head_unit, run("head_weight_backward", head_split_, head_pending[m]));
+      }
+      for (std::uint32_t i = layers_; i-- > 0;) {
+        reduce_unit(layer_unit(i), run("layer_weight_backward", layer_split_, pending[m][i]));
+      }
+      // The next unit waits for every weight gradient of this one.
+      prior = body.barrier(outputs)[0];
     };
 
     // The schedule: `warmup` forward units, then one forward and one backward alternately, then
@@ -1859,11 +2023,21 @@ class StageWriter {
     for (; next_forward < warmup; ++next_forward) {
       forward_unit(next_forward);
     }
+    // ZB-H1 (Qi et al. 2024): 1F1B's order, with the W of microbatch j after the B of microbatch
+    // j + stage (stage 0 runs each W right after its B), the rest at the end: every stage then
+    // holds at most pp microbatches between F and W, as 1F1B's first stage does.
+    std::uint32_t next_weight = 0;
     while (next_backward < total) {
       if (next_forward < total) {
         forward_unit(next_forward++);
       }
       backward_unit(next_backward++);
+      if (split_backward() && next_backward > stage_) {
+        weight(next_weight++);
+      }
+    }
+    while (split_backward() && next_weight < total) {
+      weight(next_weight++);
     }
 
     // Sequence parallelism: each device's gradients of the norm weights (and of the router) cover
@@ -2185,8 +2359,9 @@ void validate(const LlmJob& job) {
     fail(fmt::format("--pp {} is more stages than the model's {} layers", job.pp, m.layers));
   }
   if (job.virtual_stages > 1) {
-    if (job.schedule == PipelineSchedule::kGPipe) {
-      fail("--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe");
+    if (job.schedule != PipelineSchedule::kOneFOneB) {
+      fail(fmt::format("--virtual-stages: interleaving is a 1F1B schedule; drop --schedule {}",
+                       job.schedule == PipelineSchedule::kGPipe ? "gpipe" : "zb-h1"));
     }
     if (job.pp < 2) {
       fail(fmt::format("--virtual-stages {} needs --pp 2 or more", job.virtual_stages));

@@ -9,7 +9,7 @@
 // Per stage, every device holds its tensor-parallel shard (column-parallel QKV and gate/up
 // projections, row-parallel output and down projections, a vocabulary-parallel embedding and
 // LM head, each followed by the all-reduce Megatron places there), runs its microbatches in the
-// pipeline schedule's order (1F1B, GPipe or interleaved 1F1B; the order is held by optimization
+// pipeline schedule's order (1F1B, GPipe, interleaved 1F1B or ZB-H1; the order is held by optimization
 // barriers), sends activations forward and gradients back on one channel per microbatch and
 // direction, accumulates gradients, reduces them over its data-parallel group in buckets and
 // applies AdamW (f32 master weights and moments). Options add sequence parallelism, context
@@ -50,7 +50,12 @@ const std::vector<LlmModel>& llm_presets();
 // Throws OrreryError (kConfig) naming the presets for an unknown name.
 LlmModel llm_preset(std::string_view name);
 
-enum class PipelineSchedule : std::uint8_t { kOneFOneB, kGPipe };
+// kZeroBubbleH1: Qi et al.'s ZB-H1 ("Zero Bubble Pipeline Parallelism", ICLR 2024): 1F1B with each
+// backward pass split into B (the input gradients, which the stage below waits for) and W (the
+// weight gradients), stage s running microbatch j's W after microbatch j + s's B, so that every
+// stage holds pp microbatches at most, as 1F1B's first stage does, and the W passes fill the
+// bubble at the pipeline's end.
+enum class PipelineSchedule : std::uint8_t { kOneFOneB, kGPipe, kZeroBubbleH1 };
 enum class Recompute : std::uint8_t { kNone, kFull };
 // kFlash: one fused kernel per attention forward and backward (custom calls orrery.attention and
 // orrery.attention_backward, costed as their GEMMs with the causal half skipped, docs/compute.md);
@@ -130,9 +135,9 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
 // ZeRO-1; no_sync without FSDP; a shard group without ZeRO-1 or FSDP, or one that does not divide the devices
-// holding the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe, with
-// one stage, with microbatches that pp does not divide or with more model chunks (pp x virtual stages) than
-// layers; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
+// holding the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe or
+// ZB-H1, with one stage, with microbatches that pp does not divide or with more model chunks (pp x virtual
+// stages) than layers; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
