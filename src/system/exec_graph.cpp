@@ -52,7 +52,7 @@ class ExecGraphBuilder {
     std::vector<Deps> arguments(program_.argument_types(function).size());
     for (const Deps& result : run_function(entry, arguments)) {
       for (const std::uint32_t buffer : result) {
-        buffers_[buffer].output = true;
+        buffers_[proxy_of_[buffer]].output = true;
       }
     }
     return finish();
@@ -257,10 +257,16 @@ class ExecGraphBuilder {
     add_exec(id, op, ExecKind::kCompute, &extra);
     const auto writer = static_cast<std::uint32_t>(graph_.ops_.size() - 1);
     for (const workload::OpId member : members) {  // in program order: operands first
+      // A value the kernel does not store: its readers read what it is computed from, through
+      // proxies written by this kernel (so no reader gains a dependency it did not have).
       Deps recomputed_from;
       if (options_.stored && !options_.stored(member)) {
+        Deps from;
         for (const workload::ValueRef operand : program_.operands(program_.op(member))) {
-          merge_into(recomputed_from, deps_of(operand));
+          merge_into(from, deps_of(operand));
+        }
+        for (const std::uint32_t buffer : from) {
+          recomputed_from.push_back(new_buffer(workload::kNoId, 0, writer, proxy_of_[buffer]));
         }
       }
       const auto results = program_.result_types(program_.op(member)).size();
@@ -308,7 +314,7 @@ class ExecGraphBuilder {
         edges_.emplace_back(producer, index);
         ++producers;
       }
-      reads_.emplace_back(buffer, index);
+      reads_.emplace_back(proxy_of_[buffer], index);
     }
     graph_.in_degree_.push_back(producers);
     const auto results = program_.result_types(op).size();
@@ -318,9 +324,14 @@ class ExecGraphBuilder {
     check_size(id);
   }
 
-  std::uint32_t new_buffer(workload::OpId op, std::uint32_t result, std::uint32_t writer) {
+  // A buffer; or (`proxy_of`) a proxy for buffer `proxy_of`: reading it reads that buffer, and
+  // waits for `writer`.
+  std::uint32_t new_buffer(workload::OpId op, std::uint32_t result, std::uint32_t writer,
+                           std::uint32_t proxy_of = ExecGraph::kNoReader) {
+    const auto id = static_cast<std::uint32_t>(buffers_.size());
     buffers_.push_back(ExecGraph::Buffer{op, result, writer, ExecGraph::kNoReader, false});
-    return static_cast<std::uint32_t>(buffers_.size() - 1);
+    proxy_of_.push_back(proxy_of == ExecGraph::kNoReader ? id : proxy_of);
+    return id;
   }
 
   // A free op: every result depends on what all operands depend on. Tuples keep their elements
@@ -668,6 +679,8 @@ class ExecGraphBuilder {
     }
     reads_.clear();
     reads_.shrink_to_fit();
+    proxy_of_.clear();
+    proxy_of_.shrink_to_fit();
     std::erase_if(buffers_, [](const ExecGraph::Buffer& b) {
       return b.op == workload::kNoId || (b.last_reader == ExecGraph::kNoReader && !b.output);
     });
@@ -694,6 +707,7 @@ class ExecGraphBuilder {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> reads_;  // (buffer, reader)
   std::vector<std::uint32_t> remap_;                            // after combining: exec op -> its final index
   std::vector<std::uint32_t> done_;                             // per exec op: its completion buffer
+  std::vector<std::uint32_t> proxy_of_;  // per buffer: what a read of it reads (itself, or a proxy's buffer)
   std::map<std::int64_t, std::uint32_t> send_occurrences_;
   std::map<std::int64_t, std::uint32_t> recv_occurrences_;
   int call_depth_ = 0;

@@ -29,9 +29,11 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.pp = (bits & 2) != 0 ? 3 : 1;
     job.dp = (bits & 4) != 0 ? 3 : 1;  // 3: the optimizer-state shards need padding
     job.attention = (bits & 8) != 0 ? Attention::kNaive : Attention::kFlash;
-    job.schedule = (bits & 16) != 0  ? PipelineSchedule::kGPipe
-                   : (bits % 3) == 2 ? PipelineSchedule::kZeroBubbleH1
-                                     : PipelineSchedule::kOneFOneB;
+    // ZB-H1 where bits / 32 is 1, 4 or 7: with and without recomputation, each gradient type,
+    // ZeRO-1, FSDP (also no_sync), sequence parallelism and FP8 on 3 stages.
+    job.schedule = (bits & 16) != 0       ? PipelineSchedule::kGPipe
+                   : (bits / 32) % 3 == 1 ? PipelineSchedule::kZeroBubbleH1
+                                          : PipelineSchedule::kOneFOneB;
     job.recompute = (bits & 32) != 0 ? Recompute::kFull : Recompute::kNone;
     job.zero = (bits & 64) != 0;
     job.sequence_parallel = (bits & 128) != 0;
@@ -39,7 +41,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
     job.no_sync = job.fsdp && (bits % 3) == 1;
     job.cp = (bits % 7) < 3 ? 2 : 1;
-    job.fp8 = (bits % 4) == 1;
+    job.fp8 = (bits % 4) == 1 || (bits % 10) == 3;
     // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.
     job.shard_group = (job.zero || job.fsdp) && job.dp * job.cp == 6 && (bits % 11) < 6 ? 3 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {

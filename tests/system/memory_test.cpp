@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,81 @@ TEST(MemoryEstimate, EachValueAFusedKernelWritesLivesUntilItsOwnLastReader) {
   EXPECT_FALSE(estimate_memory(model, Bytes{16383}).fits);
 }
 
+// %y is a kernel's result; %a (exp of %y) runs in the kernel at %b; %d reads %a after %c.
+constexpr const char* kRecomputed = R"(
+func.func @main(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %y = stablehlo.negate %x : tensor<1024xf32>
+  %a = stablehlo.exponential %y : tensor<1024xf32>
+  %b = stablehlo.add %a, %y : tensor<1024xf32>
+  %c = stablehlo.multiply %b, %b : tensor<1024xf32>
+  %d = stablehlo.add %c, %a : tensor<1024xf32>
+  return %d : tensor<1024xf32>
+}
+)";
+
+class RecomputedTimes final : public OpTimes {
+ public:
+  explicit RecomputedTimes(bool stored) : stored_(stored) {}
+  // Ops 0..4 are %y, %a, %b, %c, %d: %a runs in the kernel at %b.
+  [[nodiscard]] bool takes_time(OpId op) const override { return op != 1 && op <= 4; }
+  [[nodiscard]] SimTime time(OpId /*op*/) const override { return SimTime::from_ns(1'000); }
+  [[nodiscard]] OpId kernel_of(OpId op) const override { return op == 1 ? 2 : workload::kNoId; }
+  [[nodiscard]] bool stored(OpId op) const override { return op != 1 || stored_; }
+
+ private:
+  bool stored_;
+};
+
+ExecGraph::Buffer buffer_of(const ExecGraph& graph, OpId op) {
+  for (const ExecGraph::Buffer& b : graph.buffers()) {
+    if (b.op == op) {
+      return b;
+    }
+  }
+  ADD_FAILURE() << "no buffer of op " << op;
+  return ExecGraph::Buffer{};
+}
+
+TEST(MemoryEstimate, AValueItsReadersRecomputeTakesNoMemoryAndKeepsItsInputsLive) {
+  const auto program = parse(kRecomputed);
+  const RecomputedTimes stored(true);
+  const RecomputedTimes recomputed(false);
+  const ProgramModel keeps(program, "test", {0}, stored, ExecGraphOptions{});
+  const ProgramModel recomputes(program, "test", {0}, recomputed, ExecGraphOptions{});
+  // Exec ops: %y, the kernel at %b, %c, %d. Stored, %a (4 KiB) lives until %d and %y until the
+  // kernel; recomputed by %d, %a takes nothing and %y lives until %d instead.
+  EXPECT_EQ(buffer_of(keeps.graph(), 1).last_reader, 3U);
+  EXPECT_EQ(buffer_of(keeps.graph(), 0).last_reader, 1U);
+  EXPECT_EQ(keeps.value_bytes(1, 0), 4096U);
+  EXPECT_EQ(buffer_of(recomputes.graph(), 0).last_reader, 3U);
+  EXPECT_EQ(recomputes.value_bytes(1, 0), 0U);
+  // The same dependencies either way: %d waited for the kernel, which waited for %y.
+  ASSERT_EQ(keeps.graph().size(), recomputes.graph().size());
+  EXPECT_EQ(keeps.graph().edges(), recomputes.graph().edges());
+  for (std::uint32_t i = 0; i < keeps.graph().size(); ++i) {
+    const auto a = keeps.graph().consumers(i);
+    const auto b = recomputes.graph().consumers(i);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end())) << i;
+  }
+  // At %c: x, %a, %b and %c stored; x, %y, %b and %c recomputed: 16 KiB both ways.
+  EXPECT_EQ(estimate_memory(keeps, Bytes{0}).peak, 16384U);
+  EXPECT_EQ(estimate_memory(recomputes, Bytes{0}).peak, 16384U);
+}
+
+// An optimization barrier holds %q until %p is computed, but a late reader of the held %q does not
+// keep %p live.
+constexpr const char* kBarrier = R"(
+func.func @main(%x: tensor<1024xf32>) -> (tensor<1024xf32>, tensor<1024xf32>) {
+  %p = stablehlo.negate %x : tensor<1024xf32>
+  %q = stablehlo.exponential %x : tensor<1024xf32>
+  %r:2 = stablehlo.optimization_barrier %p, %q : tensor<1024xf32>, tensor<1024xf32>
+  %s = stablehlo.add %r#0, %x : tensor<1024xf32>
+  %c = stablehlo.multiply %x, %x : tensor<1024xf32>
+  %t = stablehlo.add %r#1, %c : tensor<1024xf32>
+  return %s, %t : tensor<1024xf32>, tensor<1024xf32>
+}
+)";
+
 // A training-step shape: parameters %w (16 KiB) and a moment %m (16 KiB) come in, their updated
 // values go out. %g is read by both updates; %m2 and %w2 are outputs nobody in the step reads.
 std::string step(const std::string& w_attribute, const std::string& m_attribute) {
@@ -114,6 +190,20 @@ TEST(MemoryEstimate, OutputsAreWrittenIntoDonatedArguments) {
   EXPECT_EQ(peak(step(" {tf.aliasing_output = 0 : i32}", "")).peak, 81920U);
   // A false donor flag donates nothing.
   EXPECT_EQ(peak(step(" {jax.buffer_donor = false}", "")).peak, 98304U);
+}
+
+TEST(MemoryEstimate, ABarriersResultKeepsOnlyItsOwnOperandLive) {
+  const EveryOpTakesTime times;
+  const ProgramModel model(parse(kBarrier), "test", {0}, times, ExecGraphOptions{});
+  // Exec ops: %p, %q, %s, %c, %t (the barrier is free). %t waits for %p through the barrier...
+  ASSERT_EQ(model.graph().size(), 5U);
+  const auto after_p = model.graph().consumers(0);
+  EXPECT_NE(std::find(after_p.begin(), after_p.end(), 4U), after_p.end());
+  // ...but only %s reads it; %q lives until %t.
+  EXPECT_EQ(buffer_of(model.graph(), 0).last_reader, 2U);
+  EXPECT_EQ(buffer_of(model.graph(), 1).last_reader, 4U);
+  // x and %q all along; %p until %s; %s (an output) from %s on; at %t: x, %q, %s, %c, %t = 20 KiB.
+  EXPECT_EQ(estimate_memory(model, Bytes{0}).peak, 20480U);
 }
 
 }  // namespace
