@@ -109,8 +109,11 @@ void load_chakra(const config::Scenario& scenario, const compute::Hardware& hard
                             0};
     in.estimate_memory = false;
     if (program.memory) {  // the device tensors the trace lists (PyTorch-converted traces)
-      in.memory =
-          system::MemoryEstimate{program.label, program.memory->arguments, program.memory->peak, 0, true};
+      system::MemoryEstimate given;
+      given.program = program.label;
+      given.arguments = program.memory->arguments;
+      given.peak = program.memory->peak;
+      in.memory = given;
     }
     if (!program.joint_groups.empty()) {
       in.joint_groups = std::make_shared<const workload::JointGroups>(std::move(program.joint_groups));

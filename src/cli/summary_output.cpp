@@ -96,9 +96,12 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
   }
   out += fmt::format("network: {} transfers, {}\n", s.transfers, bytes(static_cast<double>(s.transfer_bytes)));
   for (const auto& memory : s.memory) {
-    out += fmt::format("memory: {} peak {} per device ({} arguments) of {}\n", memory.program,
+    out += fmt::format("memory: {} peak {} per device ({} arguments) of {}{}\n", memory.program,
                        bytes(static_cast<double>(memory.peak)), bytes(static_cast<double>(memory.arguments)),
-                       bytes(static_cast<double>(memory.capacity)));
+                       bytes(static_cast<double>(memory.capacity)),
+                       memory.peak_at.empty() ? std::string()
+                                              : fmt::format("; peak at op {} of {} in program order: {}",
+                                                            memory.peak_op, memory.ops, memory.peak_at));
   }
   const auto& compute = result.compute;
   out += fmt::format("compute costing: {} estimates, {:.1f}% from the cache, {} fallbacks\n", compute.lookups,
@@ -127,8 +130,14 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
   const system::RunSummary& s = result.summary;
   nlohmann::json memory = nlohmann::json::array();
   for (const auto& m : s.memory) {
-    memory.push_back({{"program", m.program}, {"arguments_bytes", m.arguments}, {"peak_bytes", m.peak},
-                      {"capacity_bytes", m.capacity}, {"fits", m.fits}});
+    memory.push_back({{"program", m.program},
+                      {"arguments_bytes", m.arguments},
+                      {"peak_bytes", m.peak},
+                      {"capacity_bytes", m.capacity},
+                      {"fits", m.fits},
+                      {"peak_op", m.peak_op},
+                      {"ops", m.ops},
+                      {"peak_at", m.peak_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.peak_at)}});
   }
   nlohmann::json warnings = result.warnings;
   for (const auto& warning : s.warnings) {

@@ -40,10 +40,17 @@ MemoryEstimate estimate_memory(const ProgramModel& program, Bytes capacity) {
       }
       live += bytes[next];
     }
-    estimate.peak = std::max(estimate.peak, live);
+    if (live > estimate.peak) {
+      estimate.peak = live;
+      estimate.peak_op = i + 1;
+    }
     for (const std::uint32_t freed : frees[i]) {
       live -= bytes[freed];
     }
+  }
+  estimate.ops = n;
+  if (estimate.peak_op > 0) {
+    estimate.peak_at = program.describe_op(graph.op(static_cast<std::uint32_t>(estimate.peak_op - 1)).source);
   }
   estimate.fits = capacity.count == 0 || estimate.peak <= capacity.count;
   return estimate;

@@ -32,6 +32,12 @@ struct MemoryEstimate {
   std::uint64_t peak = 0;       // arguments plus the largest set of live intermediate results
   std::uint64_t capacity = 0;
   bool fits = true;
+  // Where the peak is reached: the exec op (a kernel, collective, send or recv; 1-based in
+  // program order, of `ops`) and the IR op it runs ("file:line:col stablehlo.dot_general"); 0 and
+  // empty when the arguments are the peak or the estimate was given.
+  std::uint64_t peak_op = 0;
+  std::uint64_t ops = 0;
+  std::string peak_at;
 };
 
 struct ProgramInput {

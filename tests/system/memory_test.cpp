@@ -71,6 +71,12 @@ TEST(MemoryEstimate, EachValueAFusedKernelWritesLivesUntilItsOwnLastReader) {
   // %a, %c and %d (16 KiB). Holding %b with %a until %d, as one allocation per kernel would, makes
   // 20 KiB; forgetting %a (counting the kernel op's result only) 12 KiB.
   EXPECT_EQ(estimate_memory(model, Bytes{0}).peak, 16384U);
+  // The peak is reached at %c, the second of the three exec ops.
+  const MemoryEstimate estimate = estimate_memory(model, Bytes{0});
+  EXPECT_EQ(estimate.peak_op, 2U);
+  EXPECT_EQ(estimate.ops, 3U);
+  EXPECT_NE(estimate.peak_at.find("test.mlir:5:"), std::string::npos) << estimate.peak_at;
+  EXPECT_NE(estimate.peak_at.find("stablehlo.multiply"), std::string::npos) << estimate.peak_at;
   // It fits 16 KiB, not 16 KiB - 1.
   EXPECT_TRUE(estimate_memory(model, Bytes{16384}).fits);
   EXPECT_FALSE(estimate_memory(model, Bytes{16383}).fits);
