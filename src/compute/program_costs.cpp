@@ -1,8 +1,11 @@
 #include "compute/program_costs.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <span>
 #include <unordered_map>
 #include <utility>
 
@@ -74,6 +77,7 @@ class ProgramCoster {
         costs_.ops[id].role = roles_[id];
       }
     }
+    mark_gemm_views();
     if (options_.fusion == config::FusionMode::kElementwise) {
       find_elementwise_chains();
     } else if (options_.fusion == config::FusionMode::kRegions) {
@@ -102,6 +106,85 @@ class ProgramCoster {
   }
 
  private:
+  // Views the GEMM library reads or writes in place, which move no data (free): a slice that keeps
+  // whole rows of its operand (it cuts dimension 0 only, with unit stride) and that only
+  // dot_general ops read, since XLA's GPU backend hands cuBLAS such a slice as an offset into
+  // its operand's buffer (DynamicSliceFusion); and a concatenate along dimension 0 of
+  // dot_general results that nothing else reads, each GEMM writing its rows of the result in
+  // place. A tensor-parallel ring's chunks take these forms (`generate llm --tp-comm-overlap`).
+  void mark_gemm_views() {
+    std::vector<std::vector<OpId>> users(p_.op_count());
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      for (const workload::ValueRef v : p_.operands(p_.op(id))) {
+        if (v.is_op_result()) {
+          users[v.op()].push_back(id);
+        }
+      }
+    }
+    const auto is_dot = [&](OpId id) {
+      const OpKind kind = p_.op(id).kind;
+      return kind == OpKind::kDotGeneral || kind == OpKind::kDot;
+    };
+    using Dims = std::span<const std::int64_t>;
+    const auto dims = [&](workload::ValueRef v) -> std::optional<Dims> {
+      const workload::TypeId type = p_.value_type(v);
+      if (!p_.types().is_tensor(type) || !p_.types().is_static(type)) {
+        return std::nullopt;
+      }
+      return p_.types().dimensions(type);
+    };
+    const auto same_after_first = [](Dims a, Dims b) {
+      return !a.empty() && a.size() == b.size() && std::equal(a.begin() + 1, a.end(), b.begin() + 1);
+    };
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      const Op& op = p_.op(id);
+      if (costs_.ops[id].role == CostRole::kFused || roles_[id] != CostRole::kCompute) {
+        continue;
+      }
+      const workload::ValueRef result = workload::ValueRef::op_result(id, 0);
+      const auto operands = p_.operands(op);
+      bool view = false;
+      if (op.kind == OpKind::kSlice && operands.size() == 1 && !users[id].empty() &&
+          std::all_of(users[id].begin(), users[id].end(), is_dot)) {
+        const auto in = dims(operands[0]);
+        const auto out = dims(result);
+        view = in && out && same_after_first(*in, *out) && unit_stride_in_rows(op);
+      } else if (op.kind == OpKind::kConcatenate && !operands.empty()) {
+        const auto out = dims(result);
+        std::int64_t rows = 0;
+        view = out.has_value();
+        for (const workload::ValueRef v : operands) {
+          const auto in = dims(v);
+          view = view && v.is_op_result() && is_dot(v.op()) && users[v.op()].size() == 1 && in &&
+                 same_after_first(*in, *out);
+          rows += view ? (*in)[0] : 0;
+        }
+        view = view && rows == (*out)[0];
+      }
+      if (view) {
+        roles_[id] = CostRole::kFree;
+        costs_.ops[id].role = CostRole::kFree;
+      }
+    }
+  }
+
+  // A slice's stride along dimension 0 is 1: `[start:limit, ...]` (no third part in the first
+  // range), or strides = array<i64: 1, ...>.
+  bool unit_stride_in_rows(const Op& op) const {
+    if (const auto text = p_.attribute(op, "slice")) {
+      const std::string_view first = text->substr(0, text->find_first_of(",]"));
+      return std::count(first.begin(), first.end(), ':') == 1;
+    }
+    if (const auto strides = p_.attribute(op, "strides")) {
+      const std::size_t colon = strides->find(':');
+      const std::string_view rest = strides->substr(colon == std::string_view::npos ? 0 : colon + 1);
+      const std::size_t digit = rest.find_first_of("0123456789");
+      return digit != std::string_view::npos && rest[digit] == '1' &&
+             (digit + 1 == rest.size() || !std::isdigit(static_cast<unsigned char>(rest[digit + 1])));
+    }
+    return false;
+  }
+
   // Elementwise fusion: an elementwise op E joins the kernel of the producer P of one of its
   // operands when P is a compute op (or already fused into one) in E's block, P has one result
   // and E is that result's only use.

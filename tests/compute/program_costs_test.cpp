@@ -691,6 +691,49 @@ TEST(ProgramCosts, RegionKernelsRunAfterTheirMembersAndBeforeTheirUsers) {
   }
 }
 
+// Chunks of a tensor-parallel ring: row slices that only GEMMs read, and GEMM results joined
+// along dimension 0 that nothing else reads, are views the GEMM library reads or writes in place.
+constexpr const char* kGemmViews = R"(
+func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x16xf32>) {
+  %rows0 = stablehlo.slice %x [0:4, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %rows1 = stablehlo.slice %x [4:8, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %d0 = stablehlo.dot_general %rows0, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %d1 = stablehlo.dot_general %rows1, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %joined = stablehlo.concatenate %d0, %d1, dim = 0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  %cols = stablehlo.slice %x [0:8, 0:8] : (tensor<8x16xf32>) -> tensor<8x8xf32>
+  %e = stablehlo.dot_general %cols, %cols, contracting_dims = [0] x [0] : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  %strided = stablehlo.slice %x [0:8:2, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %f = stablehlo.dot_general %strided, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %read = stablehlo.slice %x [0:4, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
+  %g = stablehlo.dot_general %read, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %h = stablehlo.dot_general %read, %w, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x4xf32>) -> tensor<4x4xf32>
+  %copied = stablehlo.concatenate %g, %h, dim = 0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<8x4xf32>
+  %neg = stablehlo.negate %h : tensor<4x4xf32>
+  %e_rows = stablehlo.slice %e [0:4, 0:8] : (tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %joined, %e_rows, %f, %copied, %read : tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x16xf32>
+}
+)";
+
+TEST(ProgramCosts, GemmOperandRowSlicesAndJoinedGemmResultsAreViews) {
+  const auto p = parse(kGemmViews);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  CostOptions options;
+  options.fusion = config::FusionMode::kRegions;
+  const ProgramCosts costs = cost_program(*p, model, options);
+  // Row slices that only GEMMs read, and the concatenation of GEMM results nothing else reads.
+  EXPECT_EQ(costs[first(*p, OpKind::kSlice, 0)].role, CostRole::kFree);
+  EXPECT_EQ(costs[first(*p, OpKind::kSlice, 1)].role, CostRole::kFree);
+  EXPECT_EQ(costs[first(*p, OpKind::kConcatenate, 0)].role, CostRole::kFree);
+  // Not views: a column slice, a strided row slice, a row slice the step returns,
+  // a concatenation of a GEMM result that another op reads, a slice of a GEMM result read by no GEMM.
+  EXPECT_NE(costs[first(*p, OpKind::kSlice, 2)].role, CostRole::kFree);
+  EXPECT_NE(costs[first(*p, OpKind::kSlice, 3)].role, CostRole::kFree);
+  EXPECT_NE(costs[first(*p, OpKind::kSlice, 4)].role, CostRole::kFree);
+  EXPECT_NE(costs[first(*p, OpKind::kConcatenate, 1)].role, CostRole::kFree);
+  EXPECT_NE(costs[first(*p, OpKind::kSlice, 5)].role, CostRole::kFree);
+}
+
 TEST(ProgramCosts, RooflineTimesOnAPreset) {
   const auto p = parse(kChain);
   ASSERT_NE(p, nullptr);
