@@ -34,6 +34,7 @@ struct GenerateArguments {
   bool fsdp = false;
   bool fp8 = false;
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false;
 };
 
 void write_or_throw(const std::filesystem::path& path, const std::string& text) {
@@ -56,6 +57,7 @@ int generate_llm(GenerateArguments& a) {
   job.fsdp = a.fsdp;
   job.fp8 = a.fp8;
   job.sequence_parallel = a.sequence_parallel;
+  job.tp_comm_overlap = a.tp_comm_overlap;
   gen::validate(job);
 
   const std::filesystem::path out(a.out);
@@ -213,6 +215,10 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_flag("--sequence-parallel", a->sequence_parallel,
                 "Megatron's sequence parallelism: norms, residuals and pipeline transfers hold 1/tp of the "
                 "tokens; reduce-scatter and all-gather instead of all-reduce");
+  llm->add_flag(
+      "--tp-comm-overlap", a->tp_comm_overlap,
+      "With --sequence-parallel: overlap the tensor-parallel all-gathers and reduce-scatters with the "
+      "GEMMs as Transformer Engine's userbuffers do (ring exchange over collective permutes)");
   llm->add_flag("--fp8", a->fp8,
                 "FP8 linear layers (Transformer Engine's delayed scaling: E4M3 forward, E5M2 gradients)");
   llm->add_flag("--json", a->json, "Print what was generated as JSON");

@@ -206,6 +206,7 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.attention =
         c.attention == config::LlmAttentionConfig::kNaive ? gen::Attention::kNaive : gen::Attention::kFlash;
     job.sequence_parallel = c.sequence_parallel;
+    job.tp_comm_overlap = c.tp_comm_overlap;
     job.zero = c.distributed_optimizer;
     job.fsdp = c.fsdp;
     job.shard_group = c.shard_group;

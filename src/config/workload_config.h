@@ -133,6 +133,7 @@ struct LlmWorkloadConfig {
   LlmRecomputeConfig recompute = LlmRecomputeConfig::kNone;
   LlmAttentionConfig attention = LlmAttentionConfig::kFlash;
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false;
   bool distributed_optimizer = false;
   bool fsdp = false;
   std::uint32_t shard_group = 0;
@@ -176,6 +177,9 @@ struct LlmWorkloadConfig {
     v("recompute", recompute, "Activation recomputation.");
     v("attention", attention, "flash: one fused kernel each way; naive: scores materialised.");
     v("sequence_parallel", sequence_parallel, "Megatron's sequence parallelism (with tp > 1).");
+    v("tp_comm_overlap", tp_comm_overlap,
+      "With sequence_parallel: tensor-parallel all-gathers and reduce-scatters overlapped with the GEMMs "
+      "(Transformer Engine's ring exchange over collective permutes).");
     v("distributed_optimizer", distributed_optimizer,
       "ZeRO-1: optimizer state sharded over the data-parallel replicas.");
     v("fsdp", fsdp, "FSDP (ZeRO-3): weights, gradients and optimizer state sharded over the replicas.");

@@ -42,6 +42,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.no_sync = job.fsdp && (bits % 3) == 1;
     job.cp = (bits % 7) < 3 ? 2 : 1;
     job.fp8 = (bits % 4) == 1 || (bits % 10) == 3;
+    job.tp_comm_overlap = job.tp > 1 && job.sequence_parallel && (bits % 6) < 3;
     // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.
     job.shard_group = (job.zero || job.fsdp) && job.dp * job.cp == 6 && (bits % 11) < 6 ? 3 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
@@ -81,6 +82,7 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.fp8 = (bits % 3) == 1;
     job.model.shared_ffn = (bits % 4) == 2 ? 64 : 0;
     job.schedule = (bits % 5) == 3 ? PipelineSchedule::kZeroBubbleH1 : PipelineSchedule::kOneFOneB;
+    job.tp_comm_overlap = job.tp > 1 && (bits % 3) != 1;
     // Hybrid sharding in pairs where 2 divides the devices holding the same experts too.
     job.shard_group = (job.zero || job.fsdp) && (job.dp / job.ep) * job.tp % 2 == 0 && bits % 2 == 0 ? 2 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
@@ -287,6 +289,13 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   refused(job, "interleaving is a 1F1B schedule; drop --schedule gpipe");
   job.schedule = PipelineSchedule::kZeroBubbleH1;
   refused(job, "interleaving is a 1F1B schedule; drop --schedule zb-h1");
+  LlmJob overlap = tiny();
+  overlap.tp = 2;
+  overlap.tp_comm_overlap = true;
+  refused(overlap, "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters");
+  overlap.sequence_parallel = true;
+  overlap.seq = 16;
+  EXPECT_NO_THROW(validate(overlap));
   job.schedule = PipelineSchedule::kOneFOneB;
   EXPECT_NO_THROW(validate(job));
 }

@@ -12,7 +12,9 @@
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost, and interleaving (virtual stages) idles less and
 # stashes more; ZB-H1 runs the same kernels as 1F1B in a shorter step, idling less, stage 0 stashing
-# what it does under 1F1B and the later stages more; a mixture-of-experts job routes its tokens to
+# what it does under 1F1B and the later stages more; tensor-parallel communication overlap
+# replaces each layer's sequence-parallel gathers and scatters by rings of collective permutes at
+# the same GEMM FLOPs and exposes less communication; a mixture-of-experts job routes its tokens to
 # experts spread over expert-parallel groups by all-to-all (expert GEMM FLOPs, all-to-alls and
 # their bytes, the experts' own reduction groups and ZeRO-1 shards as the closed forms, -np 1 =
 # -np 2); generating twice gives the same files; and each bad request ends with a message and
@@ -75,6 +77,10 @@ gen zb_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2 -
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
 gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
+# Tensor-parallel communication overlap: tp 4 with sequence parallelism, with and without.
+gen tp4_sp --model llama3-8b --layers 4 --tp 4 --sequence-parallel --pp 2 --micro-batches 4 --seq 2048
+gen tp4_overlap --model llama3-8b --layers 4 --tp 4 --sequence-parallel --pp 2 --micro-batches 4 --seq 2048 \
+  --tp-comm-overlap
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
@@ -120,6 +126,16 @@ run hsdp hsdp
 run hsdp hsdp_np2 2
 for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved zb onef_spzero zb_spzero; do run "$name" "$name"; done
 run zb zb_np2 2
+for name in tp4_sp tp4_overlap; do run "$name" "$name"; done
+run tp4_overlap tp4_overlap_np2 2
+for name in tp4_sp tp4_overlap; do
+  for s in 0 1; do
+    "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
+      fail "inspect $name stage $s"
+    "$orrery" inspect "$work/$name/stage_$s.mlir" --json > "$work/$name.collectives$s.json" ||
+      fail "inspect $name stage $s"
+  done
+done
 run zb_spzero zb_spzero_np2 2
 run interleaved interleaved_np2 2
 for s in 0 1 2 3; do

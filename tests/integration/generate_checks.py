@@ -419,6 +419,28 @@ for zb_name, onef_name in (("zb", "onef"), ("zb_spzero", "onef_spzero")):
           f"{base['idle_s'] * 1e3:.3f} ms; stash per stage "
           f"{[round(stash(zb, s) / 2**20, 1) for s in range(4)]} MiB against "
           f"{[round(stash(base, s) / 2**20, 1) for s in range(4)]}; -np 1 = -np 2")
+# Tensor-parallel communication overlap (tp 4, sequence parallelism; Llama 3 8B's layers, 4 of
+# them over 2 stages): per layer, the forward's two gathers into the QKV and gate/up GEMMs and
+# its two reduce-scatters out of the output and down projections, and the backward's two
+# gathers and two reduce-scatters, become rings of tp - 1 collective permutes each; the weight
+# gradients' gathers stay. The GEMM FLOPs are those without overlap (the chunks' GEMMs add up to
+# the whole); the step exposes less communication; -np 1 = -np 2.
+base, over = load("tp4_sp.summary"), load("tp4_overlap.summary")
+for s in (0, 1):
+    b, o = load(f"tp4_sp.inspect{s}"), load(f"tp4_overlap.inspect{s}")
+    bc, oc = load(f"tp4_sp.collectives{s}")["collectives"], load(f"tp4_overlap.collectives{s}")["collectives"]
+    assert oc["collective_permute"]["count"] == 8 * 3, (s, oc)
+    assert "collective_permute" not in bc, (s, bc)
+    assert oc["all_gather"]["count"] == bc["all_gather"]["count"] - 4, (s, bc, oc)
+    assert oc.get("reduce_scatter", {"count": 0})["count"] == bc["reduce_scatter"]["count"] - 4, (s, bc, oc)
+    assert abs(o["classes"]["gemm"]["flops"] / b["classes"]["gemm"]["flops"] - 1) < 1e-12, (s, b["classes"]["gemm"], o["classes"]["gemm"])
+assert over["exposed_comm_s"] < 0.8 * base["exposed_comm_s"], (over["exposed_comm_s"], base["exposed_comm_s"])
+for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
+    assert over[key] == load("tp4_overlap_np2.summary")[key], key
+print(f"ok   TP communication overlap (tp 4): step {over['step_time_s'] * 1e3:.3f} ms against "
+      f"{base['step_time_s'] * 1e3:.3f} ms, exposed communication {over['exposed_comm_s'] * 1e3:.3f} ms against "
+      f"{base['exposed_comm_s'] * 1e3:.3f} ms, compute {over['compute_s'] * 1e3:.3f} ms against "
+      f"{base['compute_s'] * 1e3:.3f} ms; 24 collective permutes per stage program; -np 1 = -np 2")
 pipe_tp, pipe_sp = load("pipe_tp.summary"), load("pipe_sp.summary")
 assert stash(pipe_sp) < 0.9 * stash(pipe_tp), (stash(pipe_sp), stash(pipe_tp))
 # The pipeline bubble: stages wait while the pipeline fills and drains.

@@ -263,6 +263,14 @@ class Body {
                                 "use_global_device_ids}}> : ({}) -> {}",
                                 a.name, dim, handle, groups_attribute(groups), spell(a.type), spell(type)));
   }
+  // collective_permute: each (source, target) pair's source sends its value to the target.
+  Value collective_permute(const Value& a, const std::string& pairs, std::uint64_t handle) {
+    return op(a.type,
+              fmt::format("\"stablehlo.collective_permute\"({}) {{channel_handle = "
+                          "#stablehlo.channel_handle<handle = {}, type = 1>, source_target_pairs = {}}} : "
+                          "({}) -> {}",
+                          a.name, handle, pairs, spell(a.type), spell(a.type)));
+  }
   // all_to_all over `groups` along dimension 0: the value's |group| row blocks go to the members
   // in group order, and the blocks received are concatenated in the same order.
   Value all_to_all(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
@@ -636,7 +644,9 @@ class StageWriter {
                                  : "") +
             (job_.shard_group > 0 ? fmt::format(", sharded over groups of {}", job_.shard_group) : "") +
             (job_.no_sync ? ", gradients reduce-scattered once per step (no_sync)" : "") +
-            (sp() ? ", sequence parallelism" : "") + (fp8() ? ", FP8 linear layers" : ""),
+            (sp() ? ", sequence parallelism" : "") +
+            (tp_overlap() ? ", tensor-parallel communication overlapped with the GEMMs" : "") +
+            (fp8() ? ", FP8 linear layers" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c,
                             s_.fs > 0 ? fmt::format(", shared experts of FFN {}", job_.model.shared_ffn) : "")
@@ -667,6 +677,65 @@ class StageWriter {
   // reduce-scattered over the tokens under sequence parallelism.
   Value tp_reduce(Body& body, const Value& a) {
     return sp() ? body.reduce_scatter(a, groups_.tp, next_handle()) : tp_all_reduce(body, a);
+  }
+
+  // Tensor-parallel communication overlap (Transformer Engine's userbuffers, Megatron's
+  // --tp-comm-overlap; with sequence parallelism). Each device sends to the next member of its
+  // tensor-parallel group, a ring.
+  bool tp_overlap() const { return job_.tp_comm_overlap && sp(); }
+  Value tp_ring_step(Body& body, const Value& a) {
+    if (ring_pairs_.empty()) {
+      std::vector<std::string> rows;
+      for (const std::vector<std::uint64_t>& group : groups_.tp) {
+        for (std::size_t j = 0; j < group.size(); ++j) {
+          rows.push_back(fmt::format("[{}, {}]", group[j], group[(j + 1) % group.size()]));
+        }
+      }
+      ring_pairs_ = fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
+    }
+    return body.collective_permute(a, ring_pairs_, next_handle());
+  }
+  // A column-parallel GEMM of the gathered tokens: linear(tp_gather(x), w) with x's tokens in
+  // dimension 0 (lc 1). Overlapped, the ring passes each device's tokens on tp - 1 times and the
+  // GEMM runs on each chunk as it arrives, the transfer of the next chunk running meanwhile
+  // (Transformer Engine's ring exchange); the output's rows come in ring order, which changes no
+  // cost. Returns the output and, with `keep_gathered`, the gathered input (overlapped: the
+  // chunks side by side, for a weight gradient).
+  std::pair<Value, std::optional<Value>> gather_linear(Body& body, const Value& x, const Value& w,
+                                                       std::uint64_t rc, const char* lf, const char* rf,
+                                                       bool keep_gathered) {
+    if (!tp_overlap()) {
+      const Value all = tp_gather(body, x);
+      return {linear(body, all, w, 1, rc, lf, rf), keep_gathered ? std::optional<Value>(all) : std::nullopt};
+    }
+    std::vector<Value> chunks{x};
+    std::vector<Value> outputs;
+    for (std::uint32_t i = 0; i < job_.tp; ++i) {
+      if (i + 1 < job_.tp) {
+        chunks.push_back(tp_ring_step(body, chunks.back()));
+      }
+      outputs.push_back(linear(body, chunks[i], w, 1, rc, lf, rf));
+    }
+    return {body.concat(outputs, 0),
+            keep_gathered ? std::optional<Value>(body.concat(chunks, 0)) : std::nullopt};
+  }
+  // A row-parallel GEMM's partial sums reduced over the group: tp_reduce(linear(x, w)) with x's
+  // tokens in dimension 0 (lc 1). Overlapped, the GEMM runs on x's tp row chunks in turn; each
+  // chunk's partial sums are added to the running sum that arrives from the previous device,
+  // whose transfer ran during this chunk's GEMM, and passed on; after tp - 1 steps each device
+  // holds the sum of its own chunk, the reduce-scatter's result.
+  Value linear_reduce(Body& body, const Value& x, const Value& w, std::uint64_t rc, const char* lf,
+                      const char* rf) {
+    if (!tp_overlap()) {
+      return tp_reduce(body, linear(body, x, w, 1, rc, lf, rf));
+    }
+    const std::uint64_t rows = x.type.dims[0] / job_.tp;
+    std::optional<Value> sum;
+    for (std::uint32_t i = 0; i < job_.tp; ++i) {
+      const Value partial = linear(body, body.slice(x, 0, i * rows, (i + 1) * rows), w, 1, rc, lf, rf);
+      sum = sum ? body.add(tp_ring_step(body, *sum), partial) : partial;
+    }
+    return *sum;
   }
 
   // RMSNorm: (x, w) -> (out, rsqrt of the mean square per token).
@@ -1179,7 +1248,7 @@ class StageWriter {
     // Under FP8 the norm writes its output in FP8 (before the sequence-parallel gather: an FP8
     // gather), which is also what the backward pass keeps.
     const Value n1 = norm1[0];
-    const Value qkv = linear(body, tp_gather(body, n1), w[1], 1, 0, kE4M3, kE4M3);
+    const Value qkv = gather_linear(body, n1, w[1], 0, kE4M3, kE4M3, false).first;
     const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
     const Value k = rope(
         body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}), false);
@@ -1218,7 +1287,7 @@ class StageWriter {
     }
     const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
     const Value ctx8 = cast8(body, ctx, kE4M3);  // the output projection's input (FP8: its cast)
-    const Value out = tp_reduce(body, linear(body, ctx8, w[2], 1, 0, kE4M3, kE4M3));
+    const Value out = linear_reduce(body, ctx8, w[2], 0, kE4M3, kE4M3);
     const Value h = body.add(x, out);
     // SwiGLU MLP, or the experts.
     // The experts' router reads the bf16 norm output; the dense MLP takes the FP8 one.
@@ -1278,13 +1347,14 @@ class StageWriter {
   std::pair<Value, std::vector<Value>> dense_mlp_backward(Body& body, const Value& dy, const Value& n2,
                                                           const Value& gate_up, const Value& swiglu,
                                                           const Value& w_gate_up, const Value& w_down) {
-    const Value dy_all = tp_gather(body, cast8(body, dy, kE5M2));
-    const Value dswiglu = linear(body, dy_all, w_down, 1, 1, kE5M2, kE4M3);
+    const auto [dswiglu, gathered] =
+        gather_linear(body, cast8(body, dy, kE5M2), w_down, 1, kE5M2, kE4M3, true);
+    const Value dy_all = *gathered;
     const Value dw_down = weight_grad(body, {swiglu, dy_all}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
     });
     const Value dgate_up = cast8(body, swiglu_backward(body, dswiglu, gate_up), kE5M2);
-    const Value dn2 = tp_reduce(body, linear(body, dgate_up, w_gate_up, 1, 1, kE5M2, kE4M3));
+    const Value dn2 = linear_reduce(body, dgate_up, w_gate_up, 1, kE5M2, kE4M3);
     const Value dw_gate_up = weight_grad(body, {n2, dgate_up}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
     });
@@ -1296,11 +1366,11 @@ class StageWriter {
   std::pair<Value, std::vector<Value>> dense_mlp_forward(Body& body, const Value& n2, const Value& w_gate_up,
                                                          const Value& w_down) {
     const std::uint64_t width = w_down.type.dims[0];
-    const Value gate_up = linear(body, tp_gather(body, n2), w_gate_up, 1, 0, kE4M3, kE4M3);
+    const Value gate_up = gather_linear(body, n2, w_gate_up, 0, kE4M3, kE4M3, false).first;
     const Value gate = body.slice(gate_up, 1, 0, width);
     const Value up = body.slice(gate_up, 1, width, 2 * width);
     const Value swiglu = cast8(body, body.mul(body.mul(gate, body.unary("logistic", gate)), up), kE4M3);
-    return {tp_reduce(body, linear(body, swiglu, w_down, 1, 0, kE4M3, kE4M3)), {gate_up, swiglu}};
+    return {linear_reduce(body, swiglu, w_down, 0, kE4M3, kE4M3), {gate_up, swiglu}};
   }
 
   std::string layer_backward_function() {
@@ -1344,8 +1414,8 @@ class StageWriter {
     const auto norm2 = body.call("rms_norm_backward", {dn2, h, rs2, w[3]}, {local(), Type{{s_.h}, "bf16"}});
     const Value dh = body.add(dy, norm2[0]);
     // Attention.
-    const Value dh_all = tp_gather(body, cast8(body, dh, kE5M2));
-    const Value dctx = linear(body, dh_all, w[2], 1, 1, kE5M2, kE4M3);
+    const auto [dctx, gathered] = gather_linear(body, cast8(body, dh, kE5M2), w[2], 1, kE5M2, kE4M3, true);
+    const Value dh_all = *gathered;
     const Value dw_o = weight_grad(body, {ctx, dh_all}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
     });
@@ -1393,7 +1463,7 @@ class StageWriter {
          body.reshape(dv_tokens, {s_.n, s_.k * s_.d})},
         1);
     const Value dqkv8 = cast8(body, dqkv, kE5M2);
-    const Value dn1 = tp_reduce(body, linear(body, dqkv8, w[1], 1, 1, kE5M2, kE4M3));
+    const Value dn1 = linear_reduce(body, dqkv8, w[1], 1, kE5M2, kE4M3);
     const Value dw_qkv = weight_grad(body, {n1, dqkv8}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
     });
@@ -2165,6 +2235,7 @@ class StageWriter {
   }();
   std::uint32_t layers_ = stage_layers(job_)[stage_];  // over all its chunks
   std::uint64_t next_handle_ = 0;
+  std::string ring_pairs_;  // tp_ring_step's source_target_pairs, spelt once
   std::size_t layer_param_count_ = layer_params(s_).size();
 };
 
@@ -2281,6 +2352,11 @@ void validate(const LlmJob& job) {
     fail(fmt::format("--sequence-parallel: the {} tokens of a microbatch{} are not a multiple of --tp {}",
                      static_cast<std::uint64_t>(job.micro_batch) * (job.seq / job.cp),
                      job.cp > 1 ? " on a device" : "", job.tp));
+  }
+  if (job.tp_comm_overlap && (job.tp < 2 || !job.sequence_parallel)) {
+    fail(
+        "--tp-comm-overlap overlaps the sequence-parallel all-gathers and reduce-scatters with the GEMMs: it "
+        "needs --tp 2 or more and --sequence-parallel");
   }
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));

@@ -104,6 +104,12 @@ struct LlmJob {
   // residuals, the pipeline's transfers) each device holds 1/tp of the tokens; each all-reduce
   // becomes a reduce-scatter out of a region and an all-gather into the next.
   bool sequence_parallel = false;
+  // Transformer Engine's tensor-parallel communication overlap (Megatron's --tp-comm-overlap;
+  // with sequence parallelism): each all-gather into a layer's GEMM runs as a ring of tp - 1
+  // collective permutes, each chunk's GEMM overlapping the next chunk's transfer, and each GEMM
+  // into a reduce-scatter runs in tp row chunks whose partial sums move on while the next chunk's
+  // GEMM runs.
+  bool tp_comm_overlap = false;
   // Gradient elements per data-parallel bucket (Megatron's --ddp-bucket-size); 0: Megatron's
   // default, max(40M, 1M x dp).
   std::uint64_t bucket_elements = 0;
@@ -134,10 +140,11 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // outside 1..experts, experts or dp not multiples of ep, a shared width tp does not divide (or
 // shared experts on a dense model), ep above 1 on a dense model, tp above 1
 // without sequence parallelism, or a capacity factor that is not positive; FSDP together with
-// ZeRO-1; no_sync without FSDP; a shard group without ZeRO-1 or FSDP, or one that does not divide the devices
-// holding the same parameters (dp x cp, and for experts dp / ep x cp x tp); virtual stages with GPipe or
-// ZB-H1, with one stage, with microbatches that pp does not divide or with more model chunks (pp x virtual
-// stages) than layers; a sequence that 2 x cp does not divide (the load-balanced split into 2 cp chunks).
+// ZeRO-1; no_sync without FSDP; TP communication overlap without sequence parallelism; a shard group without
+// ZeRO-1 or FSDP, or one that does not divide the devices holding the same parameters (dp x cp, and for
+// experts dp / ep x cp x tp); virtual stages with GPipe or ZB-H1, with one stage, with microbatches that pp
+// does not divide or with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does
+// not divide (the load-balanced split into 2 cp chunks).
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
