@@ -106,13 +106,19 @@ class ProgramCoster {
   }
 
  private:
-  // Views the GEMM library reads or writes in place, which move no data (free): a slice that keeps
-  // whole rows of its operand (it cuts dimension 0 only, with unit stride) and that only
-  // dot_general ops read, since XLA's GPU backend hands cuBLAS such a slice as an offset into
-  // its operand's buffer (DynamicSliceFusion); and a concatenate along dimension 0 of
-  // dot_general results that nothing else reads, each GEMM writing its rows of the result in
-  // place. A tensor-parallel ring's chunks take these forms (`generate llm --tp-comm-overlap`).
+  // In a module with `orrery.gemm_views = true` (what `generate llm --tp-comm-overlap` writes for
+  // Transformer Engine's in-place ring buffers), views the GEMMs read or write in place, which move
+  // no data (free): a slice that keeps whole rows of its operand (it cuts dimension 0 only, with
+  // unit stride) and that only dot_general ops read, the GEMM reading the rows at an offset; and a
+  // concatenate along dimension 0 of dot_general results that nothing else reads, each GEMM
+  // writing its rows of the result. Other modules keep the copies, as XLA by default makes them.
   void mark_gemm_views() {
+    const auto attributes = p_.module_attributes();
+    if (std::none_of(attributes.begin(), attributes.end(), [&](const workload::Attribute& a) {
+          return p_.string(a.name) == "orrery.gemm_views" && p_.attribute_text(a).starts_with("true");
+        })) {
+      return;
+    }
     std::vector<std::vector<OpId>> users(p_.op_count());
     for (OpId id = 0; id < p_.op_count(); ++id) {
       for (const workload::ValueRef v : p_.operands(p_.op(id))) {
@@ -168,19 +174,25 @@ class ProgramCoster {
     }
   }
 
-  // A slice's stride along dimension 0 is 1: `[start:limit, ...]` (no third part in the first
-  // range), or strides = array<i64: 1, ...>.
+  // A slice's stride along dimension 0 is 1: `[start:limit, ...]` or `[start:limit:1, ...]`, or
+  // strides = array<i64: 1, ...>, dense<1> or dense<[1, ...]>.
   bool unit_stride_in_rows(const Op& op) const {
+    const auto is_one = [](std::string_view text) {
+      const std::size_t digit = text.find_first_of("0123456789");
+      return digit != std::string_view::npos && text[digit] == '1' &&
+             (digit + 1 == text.size() || !std::isdigit(static_cast<unsigned char>(text[digit + 1])));
+    };
     if (const auto text = p_.attribute(op, "slice")) {
       const std::string_view first = text->substr(0, text->find_first_of(",]"));
-      return std::count(first.begin(), first.end(), ':') == 1;
+      const std::size_t colons = static_cast<std::size_t>(std::count(first.begin(), first.end(), ':'));
+      return colons == 1 || (colons == 2 && is_one(first.substr(first.rfind(':') + 1)));
     }
     if (const auto strides = p_.attribute(op, "strides")) {
-      const std::size_t colon = strides->find(':');
-      const std::string_view rest = strides->substr(colon == std::string_view::npos ? 0 : colon + 1);
-      const std::size_t digit = rest.find_first_of("0123456789");
-      return digit != std::string_view::npos && rest[digit] == '1' &&
-             (digit + 1 == rest.size() || !std::isdigit(static_cast<unsigned char>(rest[digit + 1])));
+      std::string_view values = strides->substr(0, strides->find(" : "));  // not the type's dimensions
+      if (const std::size_t element = values.find("i64:"); element != std::string_view::npos) {
+        values = values.substr(element + 4);  // array<i64: ...>
+      }
+      return is_one(values);
     }
     return false;
   }

@@ -694,6 +694,7 @@ TEST(ProgramCosts, RegionKernelsRunAfterTheirMembersAndBeforeTheirUsers) {
 // Chunks of a tensor-parallel ring: row slices that only GEMMs read, and GEMM results joined
 // along dimension 0 that nothing else reads, are views the GEMM library reads or writes in place.
 constexpr const char* kGemmViews = R"(
+module attributes {orrery.gemm_views = true} {
 func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x16xf32>) {
   %rows0 = stablehlo.slice %x [0:4, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
   %rows1 = stablehlo.slice %x [4:8, 0:16] : (tensor<8x16xf32>) -> tensor<4x16xf32>
@@ -711,6 +712,7 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x4xf32>) -> (tensor<8x4xf32>,
   %neg = stablehlo.negate %h : tensor<4x4xf32>
   %e_rows = stablehlo.slice %e [0:4, 0:8] : (tensor<8x8xf32>) -> tensor<4x8xf32>
   return %joined, %e_rows, %f, %copied, %read : tensor<8x4xf32>, tensor<4x8xf32>, tensor<4x4xf32>, tensor<8x4xf32>, tensor<4x16xf32>
+}
 }
 )";
 
@@ -732,6 +734,29 @@ TEST(ProgramCosts, GemmOperandRowSlicesAndJoinedGemmResultsAreViews) {
   EXPECT_NE(costs[first(*p, OpKind::kSlice, 4)].role, CostRole::kFree);
   EXPECT_NE(costs[first(*p, OpKind::kConcatenate, 1)].role, CostRole::kFree);
   EXPECT_NE(costs[first(*p, OpKind::kSlice, 5)].role, CostRole::kFree);
+  // Only in a module that declares its GEMM chunks in place: elsewhere XLA copies them.
+  std::string plain = kGemmViews;
+  plain.replace(plain.find("orrery.gemm_views = true"), 24, "orrery.gemm_views = false");
+  const auto q = parse(plain);
+  ASSERT_NE(q, nullptr);
+  const ProgramCosts copies = cost_program(*q, model, options);
+  EXPECT_NE(copies[first(*q, OpKind::kSlice, 0)].role, CostRole::kFree);
+  EXPECT_NE(copies[first(*q, OpKind::kConcatenate, 0)].role, CostRole::kFree);
+  // The generic form's unit strides: array<i64: ...>, a splat and a list.
+  for (const char* strides :
+       {"array<i64: 1, 1>", "dense<1> : tensor<2xi64>", "dense<[1, 1]> : tensor<2xi64>"}) {
+    std::string generic = kGemmViews;
+    generic.replace(
+        generic.find("stablehlo.slice %x [0:4, 0:16]"), 30,
+        std::string(
+            "\"stablehlo.slice\"(%x) {start_indices = array<i64: 0, 0>, limit_indices = array<i64: 4, 16>, "
+            "strides = ") +
+            strides + "}");
+    const auto g = parse(generic);
+    ASSERT_NE(g, nullptr) << strides;
+    EXPECT_EQ(cost_program(*g, model, options)[first(*g, OpKind::kSlice, 0)].role, CostRole::kFree)
+        << strides;
+  }
 }
 
 TEST(ProgramCosts, RooflineTimesOnAPreset) {

@@ -628,7 +628,7 @@ class StageWriter {
         "tokens, "
         "{} "
         "schedule, {} attention{}{}.\n"
-        "module @llm_stage_{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} "
+        "module @llm_stage_{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32{}}} "
         "{{\n{}{}}}\n",
         job_.model.name, job_.model.layers, job_.model.hidden, job_.model.heads, job_.model.head_dimension(),
         job_.model.kv_heads, job_.model.ffn, job_.model.vocab, stage_, job_.pp, stage_layers(job_)[stage_],
@@ -651,7 +651,10 @@ class StageWriter {
                             s_.fe, s_.top, job_.ep, s_.c,
                             s_.fs > 0 ? fmt::format(", shared experts of FFN {}", job_.model.shared_ffn) : "")
               : "",
-        stage_, devices, functions, main);
+        stage_, devices,
+        // Transformer Engine's ring buffers: the GEMMs read and write the chunks in place
+        // (docs/compute.md, "GEMM views").
+        tp_overlap() ? ", orrery.gemm_views = true" : "", functions, main);
   }
 
  private:
@@ -723,7 +726,10 @@ class StageWriter {
   // tokens in dimension 0 (lc 1). Overlapped, the GEMM runs on x's tp row chunks in turn; each
   // chunk's partial sums are added to the running sum that arrives from the previous device,
   // whose transfer ran during this chunk's GEMM, and passed on; after tp - 1 steps each device
-  // holds the sum of its own chunk, the reduce-scatter's result.
+  // holds the sum of its own chunk, the reduce-scatter's result. Device d works on its chunk
+  // (d - i - 1) mod tp at step i, which an SPMD program selects by its partition id; the static
+  // slices written here have the same shapes, and only costs are modelled, not which rows are
+  // whose (nor, likewise, the ring order of gather_linear's rows).
   Value linear_reduce(Body& body, const Value& x, const Value& w, std::uint64_t rc, const char* lf,
                       const char* rf) {
     if (!tp_overlap()) {
