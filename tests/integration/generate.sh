@@ -215,6 +215,11 @@ expect "context parallelism over a sequence 2 cp does not divide" 2 \
   "--seq 100 is not a multiple of 2 x --cp 4" -- "$orrery" generate llm --model llama3-8b --seq 100 --cp 4 --out "$work/bad"
 expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
+expect "interleaving with ZB-H1" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule zb-h1" -- \
+  "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule zb-h1 --out "$work/bad"
+expect "TP overlap without sequence parallelism" 2 "--tp-comm-overlap overlaps the sequence-parallel all-gathers" -- \
+  "$orrery" generate llm --model llama3-8b --tp 8 --tp-comm-overlap --out "$work/bad"
+expect "unknown schedule name" 2 "zb-h2" -- "$orrery" generate llm --model llama3-8b --schedule zb-h2 --out "$work/bad"
 expect "FSDP with ZeRO-1" 2 "--fsdp shards the optimizer state already: drop --distributed-optimizer" -- \
   "$orrery" generate llm --model llama3-8b --dp 2 --fsdp --distributed-optimizer --out "$work/bad"
 expect "no_sync without FSDP" 2 "--no-sync is FSDP's gradient accumulation without reduce-scatter: give --fsdp" -- \
