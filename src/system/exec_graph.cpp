@@ -256,6 +256,9 @@ class ExecGraphBuilder {
     }
     add_exec(id, op, ExecKind::kCompute, &extra);
     const auto writer = static_cast<std::uint32_t>(graph_.ops_.size() - 1);
+    // This kernel's proxy of each buffer (one per buffer, however many members reach it: chains
+    // of recomputed values would otherwise proxy proxies, their sets doubling at each level).
+    std::unordered_map<std::uint32_t, std::uint32_t> proxies;
     for (const workload::OpId member : members) {  // in program order: operands first
       // A value the kernel does not store: its readers read what it is computed from, through
       // proxies written by this kernel (so no reader gains a dependency it did not have).
@@ -266,8 +269,16 @@ class ExecGraphBuilder {
           merge_into(from, deps_of(operand));
         }
         for (const std::uint32_t buffer : from) {
-          recomputed_from.push_back(new_buffer(workload::kNoId, 0, writer, proxy_of_[buffer]));
+          const std::uint32_t target = proxy_of_[buffer];
+          const auto [at, added] = proxies.try_emplace(target, 0);
+          if (added) {
+            at->second = new_buffer(workload::kNoId, 0, writer, target);
+          }
+          recomputed_from.push_back(at->second);
         }
+        std::sort(recomputed_from.begin(), recomputed_from.end());
+        recomputed_from.erase(std::unique(recomputed_from.begin(), recomputed_from.end()),
+                              recomputed_from.end());
       }
       const auto results = program_.result_types(program_.op(member)).size();
       for (std::uint32_t r = 0; r < results; ++r) {
@@ -681,6 +692,7 @@ class ExecGraphBuilder {
     reads_.shrink_to_fit();
     proxy_of_.clear();
     proxy_of_.shrink_to_fit();
+    graph_.built_buffers_ = buffers_.size();
     std::erase_if(buffers_, [](const ExecGraph::Buffer& b) {
       return b.op == workload::kNoId || (b.last_reader == ExecGraph::kNoReader && !b.output);
     });

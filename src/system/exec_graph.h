@@ -115,6 +115,9 @@ class ExecGraph {
   };
   static constexpr std::uint32_t kNoReader = 0xffffffffU;
   [[nodiscard]] std::span<const Buffer> buffers() const { return buffers_; }
+  // Buffers the build made, the ones dropped included (completion markers, the proxies through
+  // which readers of recomputed values read their inputs, values nobody reads): its work.
+  [[nodiscard]] std::size_t built_buffers() const { return built_buffers_; }
   // The IR ops a combined collective exec op runs, in program order; empty if it was not combined.
   [[nodiscard]] std::span<const workload::OpId> combined_sources(std::uint32_t index) const {
     if (combined_begin_.empty()) {
@@ -134,6 +137,7 @@ class ExecGraph {
   std::vector<std::uint32_t> combined_begin_;  // CSR over combined_sources_, size ops + 1 (or empty)
   std::vector<workload::OpId> combined_sources_;
   std::vector<Buffer> buffers_;
+  std::size_t built_buffers_ = 0;
 };
 
 }  // namespace orrery::system

@@ -1,6 +1,7 @@
 // The per-rank peak memory estimate (system/memory.h): live tensor sizes over the exec graph.
 #include "system/memory.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -141,6 +142,54 @@ TEST(MemoryEstimate, AValueItsReadersRecomputeTakesNoMemoryAndKeepsItsInputsLive
   // At %c: x, %a, %b and %c stored; x, %y, %b and %c recomputed: 16 KiB both ways.
   EXPECT_EQ(estimate_memory(keeps, Bytes{0}).peak, 16384U);
   EXPECT_EQ(estimate_memory(recomputes, Bytes{0}).peak, 16384U);
+}
+
+// A kernel of kChain recomputed members, each reading the two before it (as a ring's merges
+// read the running output twice): its readers reach %y through one proxy, not through proxies of
+// proxies whose number would double at each member.
+constexpr std::uint32_t kChain = 24;
+std::string chain_program() {
+  std::string text = "func.func @main(%x: tensor<256xf32>) -> tensor<256xf32> {\n";
+  text += "  %m0 = stablehlo.negate %x : tensor<256xf32>\n";  // op 0, a kernel of its own
+  for (std::uint32_t i = 1; i <= kChain; ++i) {               // ops 1..kChain: members
+    text += fmt::format("  %m{} = stablehlo.add %m{}, %m{} : tensor<256xf32>\n", i, i - 1, i > 1 ? i - 2 : 0);
+  }
+  // Op kChain + 1: the kernel; op kChain + 2 reads a member after it.
+  text += fmt::format("  %k = stablehlo.multiply %m{}, %m{} : tensor<256xf32>\n", kChain, kChain - 1);
+  text += fmt::format("  %r = stablehlo.add %k, %m{} : tensor<256xf32>\n", kChain);
+  text += "  return %r : tensor<256xf32>\n}\n";
+  return text;
+}
+
+class ChainTimes final : public OpTimes {
+ public:
+  [[nodiscard]] bool takes_time(OpId op) const override {
+    return op == 0 || (op > kChain && op <= kChain + 2);
+  }
+  [[nodiscard]] SimTime time(OpId /*op*/) const override { return SimTime::from_ns(1'000); }
+  [[nodiscard]] OpId kernel_of(OpId op) const override {
+    return op >= 1 && op <= kChain ? kChain + 1 : workload::kNoId;
+  }
+  [[nodiscard]] bool stored(OpId op) const override { return op < 1 || op > kChain; }
+};
+
+TEST(MemoryEstimate, AChainOfRecomputedValuesTakesOneProxyPerInput) {
+  const auto program = parse(chain_program());
+  const ChainTimes times;
+  const ProgramModel model(program, "test", {0}, times, ExecGraphOptions{});
+  // Exec ops: %m0, the kernel at %k, %r. Buffers made: %m0's, the members', %k's and %r's (one
+  // each); the kernel's proxies, one per buffer its members read (%m0 ... %m23); and a completion
+  // marker per exec op. Proxying proxies made 514,206 here (Fibonacci's growth).
+  EXPECT_EQ(model.graph().size(), 3U);
+  EXPECT_EQ(model.graph().built_buffers(), (1 + kChain + 2) + kChain + 3);
+  // The buffers kept: those read or returned (%m24 is read by %r, and so the members by the
+  // kernel's proxies: they take no bytes).
+  EXPECT_EQ(model.graph().buffers().size(), 1 + kChain + 2);
+  // %r reads the recomputed %m24: %m0 stays live until %r, the members take nothing.
+  EXPECT_EQ(buffer_of(model.graph(), 0).last_reader, 2U);
+  EXPECT_EQ(model.value_bytes(kChain, 0), 0U);
+  // At %r: x, %m0, %k and %r (1 KiB each).
+  EXPECT_EQ(estimate_memory(model, Bytes{0}).peak, 4096U);
 }
 
 // An optimization barrier holds %q until %p is computed, but a late reader of the held %q does not
