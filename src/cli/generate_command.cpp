@@ -27,6 +27,7 @@ struct GenerateArguments {
   std::string recompute = "none";
   std::string grad_dtype = "f32";
   std::string attention = "flash";
+  std::string cp_comm = "all-gather";
   gen::ScenarioOptions scenario;
   std::string out;
   bool json = false;
@@ -53,6 +54,9 @@ int generate_llm(GenerateArguments& a) {
   job.recompute = a.recompute == "full" ? gen::Recompute::kFull : gen::Recompute::kNone;
   job.grads_in_bf16 = a.grad_dtype == "bf16";
   job.attention = a.attention == "naive" ? gen::Attention::kNaive : gen::Attention::kFlash;
+  job.cp_comm = a.cp_comm == "p2p"   ? gen::CpComm::kP2p
+                : a.cp_comm == "a2a" ? gen::CpComm::kA2a
+                                     : gen::CpComm::kAllGather;
   job.zero = a.zero;
   job.fsdp = a.fsdp;
   job.fp8 = a.fp8;
@@ -163,8 +167,13 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--tp", a->job.tp, "Tensor-parallel degree")->capture_default_str();
   llm->add_option("--pp", a->job.pp, "Pipeline stages")->capture_default_str();
   llm->add_option("--cp", a->job.cp,
-                  "Context-parallel degree: each sequence split over this many devices, keys and values "
-                  "all-gathered")
+                  "Context-parallel degree: each sequence split over this many devices (see --cp-comm)")
+      ->capture_default_str();
+  llm->add_option("--cp-comm", a->cp_comm,
+                  "Context parallelism's key/value exchange: all-gather (Llama 3's), p2p (a ring of "
+                  "collective permutes overlapped with the attention, Megatron's default) or a2a "
+                  "(DeepSpeed-Ulysses all-to-alls)")
+      ->check(CLI::IsMember({"all-gather", "p2p", "a2a"}))
       ->capture_default_str();
   llm->add_option("--micro-batch", a->job.micro_batch, "Sequences per microbatch per replica")
       ->capture_default_str();

@@ -192,6 +192,9 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     job.tp = c.tp;
     job.pp = c.pp;
     job.cp = c.cp;
+    job.cp_comm = c.cp_comm == config::LlmCpCommConfig::kP2p   ? gen::CpComm::kP2p
+                  : c.cp_comm == config::LlmCpCommConfig::kA2a ? gen::CpComm::kA2a
+                                                               : gen::CpComm::kAllGather;
     job.virtual_stages = c.virtual_stages;
     job.dp = c.dp;
     job.micro_batch = c.micro_batch;

@@ -97,6 +97,13 @@ inline std::span<const EnumName<LlmAttentionConfig>> enum_names(LlmAttentionConf
                                                             {LlmAttentionConfig::kNaive, "naive"}};
   return kNames;
 }
+enum class LlmCpCommConfig { kAllGather, kP2p, kA2a };
+inline std::span<const EnumName<LlmCpCommConfig>> enum_names(LlmCpCommConfig) {
+  static constexpr EnumName<LlmCpCommConfig> kNames[] = {{LlmCpCommConfig::kAllGather, "all-gather"},
+                                                         {LlmCpCommConfig::kP2p, "p2p"},
+                                                         {LlmCpCommConfig::kA2a, "a2a"}};
+  return kNames;
+}
 enum class LlmGradTypeConfig { kF32, kBf16 };
 inline std::span<const EnumName<LlmGradTypeConfig>> enum_names(LlmGradTypeConfig) {
   static constexpr EnumName<LlmGradTypeConfig> kNames[] = {{LlmGradTypeConfig::kF32, "f32"},
@@ -124,6 +131,7 @@ struct LlmWorkloadConfig {
   std::uint32_t tp = 1;
   std::uint32_t pp = 1;
   std::uint32_t cp = 1;
+  LlmCpCommConfig cp_comm = LlmCpCommConfig::kAllGather;
   std::uint32_t dp = 1;
   std::uint32_t micro_batch = 1;
   std::uint32_t micro_batches = 1;
@@ -166,6 +174,10 @@ struct LlmWorkloadConfig {
     v("tp", tp, "Tensor-parallel degree.", at_least(1));
     v("pp", pp, "Pipeline stages.", at_least(1));
     v("cp", cp, "Context-parallel degree (each sequence split over this many devices).", at_least(1));
+    v("cp_comm", cp_comm,
+      "How context parallelism moves keys and values: all-gather (Llama 3's), p2p (the ring of Megatron and "
+      "Transformer Engine: collective permutes overlapped with each block's attention) or a2a "
+      "(DeepSpeed-Ulysses: all-to-alls between the sequence split and a head split).");
     v("dp", dp, "Data-parallel replicas.", at_least(1));
     v("micro_batch", micro_batch, "Sequences per microbatch per replica.", at_least(1));
     v("micro_batches", micro_batches, "Microbatches per step.", at_least(1));

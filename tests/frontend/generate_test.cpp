@@ -41,6 +41,12 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     job.fsdp = !job.zero && (bits % 5) < 2;  // FSDP in place of ZeRO-1 in some combinations
     job.no_sync = job.fsdp && (bits % 3) == 1;
     job.cp = (bits % 7) < 3 ? 2 : 1;
+    // Each context-parallel form (the ring and Ulysses need flash attention; Ulysses whole heads
+    // per device: here tp 1).
+    if (job.cp > 1 && job.attention == Attention::kFlash) {
+      const int form = (bits / 3) % 3;
+      job.cp_comm = form == 1 ? CpComm::kP2p : form == 2 && job.tp == 1 ? CpComm::kA2a : CpComm::kAllGather;
+    }
     job.fp8 = (bits % 4) == 1 || (bits % 10) == 3;
     job.tp_comm_overlap = job.tp > 1 && job.sequence_parallel && (bits % 6) < 3;
     // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.
@@ -276,6 +282,23 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job = tiny();  // sequence 16
   job.cp = 3;
   refused(job, "--seq 16 is not a multiple of 2 x --cp 3");
+  job.cp = 2;
+  job.cp_comm = CpComm::kP2p;
+  job.attention = Attention::kNaive;
+  refused(job, "--cp-comm p2p needs --attention flash");
+  job.cp_comm = CpComm::kA2a;
+  refused(job, "--cp-comm a2a needs --attention flash");
+  job.attention = Attention::kFlash;
+  EXPECT_NO_THROW(validate(job));  // 4 heads, 2 kv heads over cp 2
+  job.tp = 2;
+  refused(job,
+          "--cp-comm a2a splits each tensor-parallel device's heads over --cp 2: its 2 heads and 1 kv heads");
+  job.cp_comm = CpComm::kP2p;
+  EXPECT_NO_THROW(validate(job));
+  job.cp = 1;  // no context parallelism: the forms are all the same
+  job.cp_comm = CpComm::kA2a;
+  job.attention = Attention::kNaive;
+  EXPECT_NO_THROW(validate(job));
   job = tiny();  // 5 layers, 3 microbatches
   job.virtual_stages = 2;
   refused(job, "--virtual-stages 2 needs --pp 2 or more");

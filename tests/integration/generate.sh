@@ -5,7 +5,8 @@
 # same under mpirun -np 1 and 2; the distributed optimizer (ZeRO-1) keeps 1/dp of the optimizer
 # state and reduce-scatters and all-gathers instead of all-reducing; FSDP keeps 1/dp of the
 # weights too, gathering each unit before each use and reduce-scattering its gradients; context
-# parallelism halves each device's tokens and all-gathers keys and values; FP8 linear layers read
+# parallelism halves each device's tokens and all-gathers keys and values, or passes them round a
+# ring of collective permutes, or all-to-alls them to a head split (Ulysses), at the same FLOPs; FP8 linear layers read
 # one byte per operand element at the same FLOPs and shorten an 8B job's compute on H100; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
 # stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
@@ -43,6 +44,13 @@ gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-opti
 gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
 gen nosync "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp --no-sync
 gen cp "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+# Context parallelism's other forms: the ring (cp 2 and, with tp 1, cp 4) and Ulysses (tp 1: the
+# heads split over cp), each against the all-gather form of the same layout.
+gen cp_p2p "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --cp-comm p2p
+gen cp4 "${small[@]}" --cp 4 --pp 2 --micro-batches 4 --bucket-elements 1
+gen cp4_p2p "${small[@]}" --cp 4 --pp 2 --micro-batches 4 --bucket-elements 1 --cp-comm p2p
+gen cp_tp1 "${small[@]}" --dp 2 --cp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+gen cp_a2a "${small[@]}" --dp 2 --cp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --cp-comm a2a
 gen fp8 "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --fp8
 gen seqpar "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --sequence-parallel --bucket-elements 1
 gen buckets "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 300000
@@ -85,7 +93,7 @@ gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
 for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
-  hsdp; do
+  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -117,6 +125,9 @@ run nosync nosync
 run nosync nosync_np2 2
 run cp cp
 run cp cp_np2 2
+for name in cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a; do run "$name" "$name"; done
+run cp_p2p cp_p2p_np2 2
+run cp_a2a cp_a2a_np2 2
 run seqpar seqpar
 run seqpar seqpar_np2 2
 run zerobuckets zerobuckets
@@ -213,6 +224,16 @@ expect "workload.llm capacity factor" 2 "workload.llm.capacity_factor" -- \
   --set workload.llm.capacity_factor=0
 expect "context parallelism over a sequence 2 cp does not divide" 2 \
   "--seq 100 is not a multiple of 2 x --cp 4" -- "$orrery" generate llm --model llama3-8b --seq 100 --cp 4 --out "$work/bad"
+expect "ring context parallelism with naive attention" 2 "--cp-comm p2p needs --attention flash" -- \
+  "$orrery" generate llm --model llama3-8b --cp 2 --cp-comm p2p --attention naive --out "$work/bad"
+expect "Ulysses over more devices than kv heads" 2 \
+  "--cp-comm a2a splits each tensor-parallel device's heads over --cp 4: its 4 heads and 1 kv heads" -- \
+  "$orrery" generate llm --model llama3-8b --tp 8 --cp 4 --cp-comm a2a --out "$work/bad"
+expect "workload.llm Ulysses with naive attention" 2 "workload.llm.cp_comm a2a needs workload.llm.attention flash" -- \
+  "$orrery" run "$work/flash/scenario.yaml" --set 'workload.programs=[]' --set workload.llm.model=llama3-8b \
+  --set workload.llm.cp=2 --set workload.llm.cp_comm=a2a --set workload.llm.attention=naive
+expect "unknown context-parallel form" 2 "--cp-comm" -- \
+  "$orrery" generate llm --model llama3-8b --cp 2 --cp-comm ring --out "$work/bad"
 expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "interleaving with ZB-H1" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule zb-h1" -- \

@@ -249,6 +249,50 @@ for s, memory in enumerate(cp_summary["memory"]):
 print("ok   context parallelism: GEMM FLOPs, key/value all-gathers and reduce-scatters over the cp groups, "
       "reductions and arguments as the closed forms")
 
+# Context parallelism's ring (--cp-comm p2p) and Ulysses (--cp-comm a2a) against the all-gather
+# form of the same layout: the same GEMM FLOPs (a ring step attends from the later half of the
+# device's queries over a whole block, which with the balanced chunks is the visible half of the
+# block pair, and step 0 over its own block causally; Ulysses attends over the whole sequence for
+# 1/cp of the heads); per layer and microbatch the ring passes the keys and values on cp - 1 times
+# forward and again backward, and their gradients cp times, as collective permutes round each cp
+# group; Ulysses all-to-alls q, k, v (heads split, sequence gathered) and its output back forward,
+# the output's gradient and q, k, v's back backward, over the cp groups; neither all-gathers nor
+# reduce-scatters; the data-parallel reductions and the arguments are the all-gather form's.
+def cp_form(base, form, cp, pairs):
+    for s in range(pp):
+        b, x = load(f"{base}.inspect{s}"), load(f"{form}.inspect{s}")
+        want = b["classes"]["gemm"]["flops"]
+        assert abs(x["classes"]["gemm"]["flops"] - want) <= 1e-9 * want, (form, s, x["classes"]["gemm"], want)
+        bc, xc = b["communication_ops"], x["communication_ops"]
+        n = per_stage[s] * M  # layer passes
+        assert bc.get("stablehlo.all_gather") == 2 * n and bc.get("stablehlo.reduce_scatter") == n, (base, s, bc)
+        assert xc["stablehlo.all_reduce"] == bc["stablehlo.all_reduce"], (form, s, xc, bc)
+        assert "stablehlo.all_gather" not in xc and "stablehlo.reduce_scatter" not in xc, (form, s, xc)
+        text = open(f"{w}/{form}/stage_{s}.mlir").read().splitlines()
+        if form.endswith("p2p"):
+            assert xc.get("stablehlo.collective_permute") == (3 * cp - 2) * n, (form, s, xc)
+            lines = [line for line in text if "collective_permute" in line]
+            assert all(pairs in line for line in lines), (form, lines[:1])
+        else:
+            assert xc.get("stablehlo.all_to_all") == 8 * n, (form, s, xc)
+            lines = [line for line in text if "all_to_all" in line]
+            assert all(pairs in line for line in lines), (form, lines[:1])
+            to_heads = sum("split_dimension = 1 : i64, concat_dimension = 2 : i64" in line for line in lines)
+            to_tokens = sum("split_dimension = 2 : i64, concat_dimension = 1 : i64" in line for line in lines)
+            # In the text, once per layer function: forward 3 + 1, backward 1 + 3.
+            assert to_heads == 4 and to_tokens == 4, (form, s, to_heads, to_tokens)
+    bs, xs = load(f"{base}.summary"), load(f"{form}.summary")
+    assert [m["arguments_bytes"] for m in bs["memory"]] == [m["arguments_bytes"] for m in xs["memory"]], form
+
+
+# tp 2 x cp 2 x dp 2: cp groups {0, 2}, {1, 3}, {4, 6}, {5, 7}; cp 4 (tp 1, dp 1): {0, 1, 2, 3};
+# tp 1 x cp 2 x dp 2: {0, 1}, {2, 3}.
+cp_form("cp", "cp_p2p", 2, "dense<[[0, 2], [2, 0], [1, 3], [3, 1], [4, 6], [6, 4], [5, 7], [7, 5]]>")
+cp_form("cp4", "cp4_p2p", 4, "dense<[[0, 1], [1, 2], [2, 3], [3, 0]]>")
+cp_form("cp_tp1", "cp_a2a", 2, "replica_groups = dense<[[0, 1], [2, 3]]>")
+print("ok   context parallelism as a ring and as Ulysses: the all-gather form's GEMM FLOPs, reductions and "
+      "arguments; collective permutes round the cp groups, or all-to-alls over them, as the closed forms")
+
 # FP8 linear layers: the same GEMM FLOPs; the GEMMs read one byte instead of two per element of
 # every operand of the attention and MLP projections (forward, input gradient, weight gradient:
 # 1,097,728 elements per layer and microbatch here), the attention core and the LM head stay bf16.
@@ -343,7 +387,8 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("fp8", "fp8_np2"),
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
+                 ("cp_a2a", "cp_a2a_np2"), ("fp8", "fp8_np2"),
                  ("hsdp", "hsdp_np2"), ("nosync", "nosync_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")
     for key in keys:

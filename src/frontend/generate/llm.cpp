@@ -271,16 +271,20 @@ class Body {
                           "({}) -> {}",
                           a.name, handle, pairs, spell(a.type), spell(a.type)));
   }
-  // all_to_all over `groups` along dimension 0: the value's |group| row blocks go to the members
-  // in group order, and the blocks received are concatenated in the same order.
+  // all_to_all over `groups`: the value's |group| blocks along `split` go to the members in group
+  // order, and the blocks received are concatenated along `concat` in the same order.
   Value all_to_all(const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
-                   std::uint64_t handle) {
-    return op(a.type,
-              fmt::format("\"stablehlo.all_to_all\"({}) {{split_dimension = 0 : i64, concat_dimension = 0 "
-                          ": i64, split_count = {} : i64, replica_groups = {}, channel_handle = "
-                          "#stablehlo.channel_handle<handle = {}, type = 1>}} : ({}) -> {}",
-                          a.name, groups.front().size(), groups_attribute(groups), handle, spell(a.type),
-                          spell(a.type)));
+                   std::uint64_t handle, std::size_t split = 0, std::size_t concat = 0) {
+    const std::uint64_t n = groups.front().size();
+    Type type = a.type;
+    type.dims[split] /= n;
+    type.dims[concat] *= n;
+    return op(
+        type,
+        fmt::format("\"stablehlo.all_to_all\"({}) {{split_dimension = {} : i64, concat_dimension = {} "
+                    ": i64, split_count = {} : i64, replica_groups = {}, channel_handle = "
+                    "#stablehlo.channel_handle<handle = {}, type = 1>}} : ({}) -> {}",
+                    a.name, split, concat, n, groups_attribute(groups), handle, spell(a.type), spell(type)));
   }
   // Rows `ids` ([m, 1] i32) of the 2-D `table`: [m, columns].
   Value gather_rows(const Value& table, const Value& ids) {
@@ -407,7 +411,9 @@ std::string function_text(const std::string& name, bool is_public, const std::ve
 
 struct Shape {
   std::uint64_t b, s, n;        // microbatch sequences, local sequence length (seq / cp), tokens (b * s)
-  std::uint64_t sk;             // keys each query attends over: the whole sequence
+  // Keys each query attends over in one attention kernel: the whole sequence (all-gather and
+  // Ulysses context parallelism), the device's seq / cp (the ring: one block at a time).
+  std::uint64_t sk;
   std::uint64_t h, a, k, d, g;  // width, local heads, local kv heads, head dim, heads per kv head
   std::uint64_t q;              // local QKV width (a + 2k) * d
   std::uint64_t f;              // local FFN width
@@ -424,7 +430,7 @@ Shape shape_of(const LlmJob& job) {
   Shape s{};
   s.b = job.micro_batch;
   s.s = job.seq / job.cp;
-  s.sk = job.seq;
+  s.sk = job.cp > 1 && job.cp_comm == CpComm::kP2p ? s.s : job.seq;
   s.n = s.b * s.s;
   s.h = m.hidden;
   s.a = m.heads / job.tp;
@@ -645,6 +651,10 @@ class StageWriter {
             (job_.shard_group > 0 ? fmt::format(", sharded over groups of {}", job_.shard_group) : "") +
             (job_.no_sync ? ", gradients reduce-scattered once per step (no_sync)" : "") +
             (sp() ? ", sequence parallelism" : "") +
+            (cp_ring()         ? ", context parallelism by a ring of key/value permutes"
+             : ulysses()       ? ", context parallelism by all-to-alls (Ulysses)"
+             : cp_all_gather() ? ", context parallelism by key/value all-gathers"
+                               : "") +
             (tp_overlap() ? ", tensor-parallel communication overlapped with the GEMMs" : "") +
             (fp8() ? ", FP8 linear layers" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
@@ -686,17 +696,21 @@ class StageWriter {
   // --tp-comm-overlap; with sequence parallelism). Each device sends to the next member of its
   // tensor-parallel group, a ring.
   bool tp_overlap() const { return job_.tp_comm_overlap && sp(); }
-  Value tp_ring_step(Body& body, const Value& a) {
-    if (ring_pairs_.empty()) {
+  Value tp_ring_step(Body& body, const Value& a) { return ring_step(body, a, groups_.tp, ring_pairs_); }
+  // One step round the rings `groups`: each member sends `a` to the next member of its group
+  // (`pairs` caches the source_target_pairs' spelling).
+  Value ring_step(Body& body, const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
+                  std::string& pairs) {
+    if (pairs.empty()) {
       std::vector<std::string> rows;
-      for (const std::vector<std::uint64_t>& group : groups_.tp) {
+      for (const std::vector<std::uint64_t>& group : groups) {
         for (std::size_t j = 0; j < group.size(); ++j) {
           rows.push_back(fmt::format("[{}, {}]", group[j], group[(j + 1) % group.size()]));
         }
       }
-      ring_pairs_ = fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
+      pairs = fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
     }
-    return body.collective_permute(a, ring_pairs_, next_handle());
+    return body.collective_permute(a, pairs, next_handle());
   }
   // A column-parallel GEMM of the gathered tokens: linear(tp_gather(x), w) with x's tokens in
   // dimension 0 (lc 1). Overlapped, the ring passes each device's tokens on tp - 1 times and the
@@ -948,23 +962,143 @@ class StageWriter {
   // What a linear layer keeps of its input for its weight gradient: the input, or its FP8 cast.
   Type kept(const Type& type) const { return fp8() ? Type{type.dims, kE4M3} : type; }
 
-  // Context parallelism (Llama 3's all-gather form): each device holds seq / cp of every
-  // sequence's tokens and attends from its queries over the whole sequence's keys and values,
-  // all-gathered (k and v side by side, one all-gather) over the context-parallel group; backward
-  // gathers them again and reduce-scatters their gradients.
+  // Context parallelism: each device holds seq / cp of every sequence's tokens (chunks c and
+  // 2 cp - 1 - c of 2 cp, balancing the causal mask), exchanging keys and values as cp_comm says.
+  bool cp_all_gather() const { return job_.cp > 1 && job_.cp_comm == CpComm::kAllGather; }
+  bool cp_ring() const { return job_.cp > 1 && job_.cp_comm == CpComm::kP2p; }
+  bool ulysses() const { return job_.cp > 1 && job_.cp_comm == CpComm::kA2a; }
+  // Whether the backward pass keeps the output projection's input apart from the attention
+  // kernel's output: under FP8 (its cast) and under Ulysses (the kernel's output is head-split).
+  bool projection_input_saved() const { return flash() && (fp8() || ulysses()); }
+
+  // Llama 3's all-gather form: the device attends from its queries over the whole sequence's keys
+  // and values, all-gathered (k and v side by side, one all-gather) over the context-parallel
+  // group; backward gathers them again and reduce-scatters their gradients.
   std::pair<Value, Value> cp_gather_kv(Body& body, const Value& k, const Value& v) {
-    if (job_.cp == 1) {
+    if (!cp_all_gather()) {
       return {k, v};
     }
     const Value all = body.all_gather(body.concat({k, v}, 1), groups_.cp, next_handle(), 2);
     return {body.slice(all, 1, 0, s_.k), body.slice(all, 1, s_.k, 2 * s_.k)};
   }
   std::pair<Value, Value> cp_scatter_kv(Body& body, const Value& dk, const Value& dv) {
-    if (job_.cp == 1) {
+    if (!cp_all_gather()) {
       return {dk, dv};
     }
     const Value mine = body.reduce_scatter(body.concat({dk, dv}, 1), groups_.cp, next_handle(), 2);
     return {body.slice(mine, 1, 0, s_.k), body.slice(mine, 1, s_.k, 2 * s_.k)};
+  }
+
+  // DeepSpeed-Ulysses: (b, heads, s, d) holding the device's tokens -> (b, heads / cp, seq, d),
+  // the whole sequence for its share of the heads (an all-to-all over the context-parallel group),
+  // and back. The sequence comes in group order of the chunks, which the causal mask follows.
+  Value cp_to_heads(Body& body, const Value& x) {
+    return body.all_to_all(x, groups_.cp, next_handle(), 1, 2);
+  }
+  Value cp_to_tokens(Body& body, const Value& x) {
+    return body.all_to_all(x, groups_.cp, next_handle(), 2, 1);
+  }
+
+  // The fused attention kernel, causal or over every key: (the output, like q; the log-sum-exp of
+  // each query's scores, (b, heads, queries) f32).
+  std::vector<Value> attention_kernel(Body& body, const Value& q, const Value& k, const Value& v,
+                                      bool causal) {
+    const Type lse{{q.type.dims[0], q.type.dims[1], q.type.dims[2]}, "f32"};
+    return body.ops({q.type, lse},
+                    fmt::format("stablehlo.custom_call @orrery.attention({}, {}, {}) {{backend_config = "
+                                "\"{}\"}} : ({}, {}, {}) -> ({}, {})",
+                                q.name, k.name, v.name, causal ? "causal" : "full", spell(q.type),
+                                spell(k.type), spell(v.type), spell(q.type), spell(lse)));
+  }
+  // Its backward: (dq, dk, dv) from q, k, v, the output, its log-sum-exp and the output's gradient.
+  std::vector<Value> attention_backward_kernel(Body& body, const Value& q, const Value& k, const Value& v,
+                                               const Value& out, const Value& lse, const Value& dout,
+                                               bool causal) {
+    return body.ops(
+        {q.type, k.type, v.type},
+        fmt::format("stablehlo.custom_call @orrery.attention_backward({}, {}, {}, {}, {}, {}) "
+                    "{{backend_config = \"{}\"}} : ({}, {}, {}, {}, {}, {}) -> ({}, {}, {})",
+                    q.name, k.name, v.name, out.name, lse.name, dout.name, causal ? "causal" : "full",
+                    spell(q.type), spell(k.type), spell(v.type), spell(out.type), spell(lse.type),
+                    spell(dout.type), spell(q.type), spell(k.type), spell(v.type)));
+  }
+
+  Value cp_ring_step(Body& body, const Value& a) { return ring_step(body, a, groups_.cp, cp_ring_pairs_); }
+  // The ring's first two key/value blocks: the device's own (keys and values side by side) and,
+  // sent on while the first is used, its predecessor's.
+  std::vector<Value> first_blocks(Body& body, const Value& kh, const Value& vh) {
+    const Value own = body.concat({kh, vh}, 1);
+    return {own, cp_ring_step(body, own)};
+  }
+  // The ring (Transformer Engine's "p2p" context parallelism, Megatron's default): the device's
+  // keys and values (side by side) go round the context-parallel group, cp - 1 collective
+  // permutes, each block's transfer running during the previous block's attention. Step 0
+  // attends causally over the device's own block; at step i > 0 the block is device (d - i) mod
+  // cp's, and with the balanced chunks exactly half of the query x key pairs are visible: when
+  // d - i wraps below 0 (a later device's block), the device's later query chunk against the
+  // whole block, otherwise its whole queries against the block's earlier chunk — the same work
+  // either way. Written here for every step as the first case (an SPMD program picks by its
+  // partition id; only costs are modelled). Each step's output is merged into the running one by
+  // their log-sum-exps, in f32. Returns the output (b, a, s, d) bf16 and its log-sum-exp.
+  std::pair<Value, Value> ring_attention(Body& body, const Value& qh, const Value& kh, const Value& vh) {
+    std::vector<Value> blocks = first_blocks(body, kh, vh);
+    const std::vector<Value> first = attention_kernel(body, qh, kh, vh, true);
+    Value out = body.convert(first[0], "f32");
+    Value lse = first[1];
+    const std::uint64_t half = s_.s / 2;
+    const Value late = body.slice(qh, 2, half, s_.s);
+    for (std::uint32_t i = 1; i < job_.cp; ++i) {
+      const Value block = blocks[i];
+      if (i + 1 < job_.cp) {
+        blocks.push_back(cp_ring_step(body, block));
+      }
+      const std::vector<Value> part = attention_kernel(body, late, body.slice(block, 1, 0, s_.k),
+                                                       body.slice(block, 1, s_.k, 2 * s_.k), false);
+      const Value old_lse = body.slice(lse, 2, half, s_.s);
+      const Value old_out = body.slice(out, 2, half, s_.s);
+      // log(exp(a) + exp(b)) = m + log(exp(a - m) + exp(b - m)), m = max(a, b).
+      const Value m = body.binary("maximum", old_lse, part[1]);
+      const Value new_lse =
+          body.add(m, body.unary("log", body.add(body.unary("exponential", body.sub(old_lse, m)),
+                                                 body.unary("exponential", body.sub(part[1], m)))));
+      const Dims rows{s_.b, s_.a, half, s_.d};
+      const auto weight = [&](const Value& l) {
+        return body.broadcast(body.unary("exponential", body.sub(l, new_lse)), rows, {0, 1, 2});
+      };
+      const Value merged = body.add(body.mul(old_out, weight(old_lse)),
+                                    body.mul(body.convert(part[0], "f32"), weight(part[1])));
+      out = body.concat({body.slice(out, 2, 0, half), merged}, 2);
+      lse = body.concat({body.slice(lse, 2, 0, half), new_lse}, 2);
+    }
+    return {body.convert(out, "bf16"), lse};
+  }
+  // Its backward: the blocks go round again, and each block's key and value gradients travel
+  // with it, the device adding its share before passing them on (cp permutes, the last bringing
+  // each block's gradients home); the query gradients add up on the device.
+  std::tuple<Value, Value, Value> ring_attention_backward(Body& body, const Value& qh, const Value& kh,
+                                                          const Value& vh, const Value& out, const Value& lse,
+                                                          const Value& dout) {
+    std::vector<Value> blocks = first_blocks(body, kh, vh);
+    const std::vector<Value> first = attention_backward_kernel(body, qh, kh, vh, out, lse, dout, true);
+    Value dq = first[0];
+    Value dkv = cp_ring_step(body, body.concat({first[1], first[2]}, 1));
+    const std::uint64_t half = s_.s / 2;
+    const Value late = body.slice(qh, 2, half, s_.s);
+    const Value late_out = body.slice(out, 2, half, s_.s);
+    const Value late_lse = body.slice(lse, 2, half, s_.s);
+    const Value late_dout = body.slice(dout, 2, half, s_.s);
+    for (std::uint32_t i = 1; i < job_.cp; ++i) {
+      const Value block = blocks[i];
+      if (i + 1 < job_.cp) {
+        blocks.push_back(cp_ring_step(body, block));
+      }
+      const std::vector<Value> part = attention_backward_kernel(body, late, body.slice(block, 1, 0, s_.k),
+                                                                body.slice(block, 1, s_.k, 2 * s_.k),
+                                                                late_out, late_lse, late_dout, false);
+      dkv = cp_ring_step(body, body.add(dkv, body.concat({part[1], part[2]}, 1)));
+      dq = body.concat({body.slice(dq, 2, 0, half), body.add(body.slice(dq, 2, half, s_.s), part[0])}, 2);
+    }
+    return {dq, body.slice(dkv, 1, 0, s_.k), body.slice(dkv, 1, s_.k, 2 * s_.k)};
   }
 
   std::vector<Value> layer_weights() const {
@@ -1078,11 +1212,13 @@ class StageWriter {
   // anyway as the output projection's input, and which is the attention's output): q, k and v
   // (kv heads unexpanded: the backward expands them again), and flash's softmax statistics or
   // the naive path's probabilities.
+  // Under Ulysses the kernel's operands, split by heads over the whole sequence.
   std::vector<Type> attention_saved_types() const {
-    const Type heads{{s_.b, s_.a, s_.s, s_.d}, "bf16"};
-    const Type kv{{s_.b, s_.k, s_.s, s_.d}, "bf16"};
+    const std::uint64_t split = ulysses() ? job_.cp : 1;
+    const Type heads{{s_.b, s_.a / split, s_.s * split, s_.d}, "bf16"};
+    const Type kv{{s_.b, s_.k / split, s_.s * split, s_.d}, "bf16"};
     if (flash()) {
-      return {heads, kv, kv, Type{{s_.b, s_.a, s_.s}, "f32"}};
+      return {heads, kv, kv, Type{{s_.b, s_.a / split, s_.s * split}, "f32"}};
     }
     return {heads, kv, kv, Type{{s_.b, s_.a, s_.s, s_.sk}, "bf16"}};
   }
@@ -1099,9 +1235,11 @@ class StageWriter {
     }
     // The attention's output: flash keeps its kernel's output (b, a, s, d), which its backward
     // reads, and the output projection's input is the same data (under FP8 the projection keeps its
-    // FP8 cast too, last); naive keeps the projection's input (n, a * d), or its FP8 cast.
-    const Type context =
-        flash() ? Type{{s_.b, s_.a, s_.s, s_.d}, "bf16"} : kept(Type{{s_.n, s_.a * s_.d}, "bf16"});
+    // FP8 cast too, last; under Ulysses the kernel's output is split by heads and the projection
+    // keeps its input too, last); naive keeps the projection's input (n, a * d), or its FP8 cast.
+    const std::uint64_t split = ulysses() ? job_.cp : 1;
+    const Type context = flash() ? Type{{s_.b, s_.a / split, s_.s * split, s_.d}, "bf16"}
+                                 : kept(Type{{s_.n, s_.a * s_.d}, "bf16"});
     for (const Type& t : {context, local(), local_stats(), moe() ? local() : kept(local())}) {
       types.push_back(t);
     }
@@ -1120,8 +1258,8 @@ class StageWriter {
       types.push_back(Type{{s_.n, 2 * s_.fs}, "bf16"});
       types.push_back(kept(Type{{s_.n, s_.fs}, "bf16"}));
     }
-    if (fp8() && flash()) {
-      types.push_back(kept(Type{{s_.n, s_.a * s_.d}, "bf16"}));  // the output projection's FP8 input
+    if (projection_input_saved()) {
+      types.push_back(kept(Type{{s_.n, s_.a * s_.d}, "bf16"}));  // the output projection's input
     }
     return types;
   }
@@ -1264,16 +1402,23 @@ class StageWriter {
     const Value vh = to_heads(body, body.reshape(v, {s_.n, s_.k * s_.d}), s_.k);
     const auto [kg, vg] = cp_gather_kv(body, kh, vh);
     Value context;
+    Value kernel_out;  // the attention's output as its backward reads it
     std::vector<Value> core;
-    if (flash()) {
-      const Type lse{{s_.b, s_.a, s_.s}, "f32"};
-      const std::vector<Value> fused =
-          body.ops({qh.type, lse},
-                   fmt::format("stablehlo.custom_call @orrery.attention({}, {}, {}) {{backend_config = "
-                               "\"causal\"}} : ({}, {}, {}) -> ({}, {})",
-                               qh.name, kg.name, vg.name, spell(qh.type), spell(kg.type), spell(vg.type),
-                               spell(qh.type), spell(lse)));
-      context = fused[0];
+    if (flash() && cp_ring()) {
+      const auto [out, lse] = ring_attention(body, qh, kh, vh);
+      context = kernel_out = out;
+      core = {qh, kh, vh, lse};
+    } else if (flash() && ulysses()) {
+      const Value q2 = cp_to_heads(body, qh);
+      const Value k2 = cp_to_heads(body, kh);
+      const Value v2 = cp_to_heads(body, vh);
+      const std::vector<Value> fused = attention_kernel(body, q2, k2, v2, true);
+      kernel_out = fused[0];
+      context = cp_to_tokens(body, kernel_out);
+      core = {q2, k2, v2, fused[1]};
+    } else if (flash()) {
+      const std::vector<Value> fused = attention_kernel(body, qh, kg, vg, true);
+      context = kernel_out = fused[0];
       core = {qh, kh, vh, fused[1]};
     } else {
       const Value kx = expand_kv(body, kg);
@@ -1323,9 +1468,9 @@ class StageWriter {
     arguments.insert(arguments.end(), w.begin(), w.end());
     std::vector<Value> results{y, x, norm1[1], n1};
     results.insert(results.end(), core.begin(), core.end());
-    results.insert(results.end(), {flash() ? context : ctx8, h, norm2[1], n2});
+    results.insert(results.end(), {flash() ? kernel_out : ctx8, h, norm2[1], n2});
     results.insert(results.end(), mlp_saved.begin(), mlp_saved.end());
-    if (fp8() && flash()) {
+    if (projection_input_saved()) {
       results.push_back(ctx8);
     }
     return function_text("layer_forward", false, arguments, body, results);
@@ -1396,8 +1541,9 @@ class StageWriter {
     // The output projection's input: naive keeps it (or its FP8 cast), flash its kernel's output
     // (and under FP8 the cast, last).
     const Value ctx = !flash() ? saved[c]
-                      : fp8()  ? saved.back()
-                               : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d});
+                      : projection_input_saved()
+                          ? saved.back()
+                          : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d});
     std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
     Value dn2;
     if (moe()) {
@@ -1428,16 +1574,19 @@ class StageWriter {
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
     const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
-    if (flash()) {
-      const Value& out = saved[c];  // the attention's output
-      const std::vector<Value> grads = body.ops(
-          {saved[3].type, kg.type, vg.type},
-          fmt::format(
-              "stablehlo.custom_call @orrery.attention_backward({}, {}, {}, {}, {}, {}) {{backend_config = "
-              "\"causal\"}} : ({}, {}, {}, {}, {}, {}) -> ({}, {}, {})",
-              saved[3].name, kg.name, vg.name, out.name, saved[6].name, dcontext.name, spell(saved[3].type),
-              spell(kg.type), spell(vg.type), spell(out.type), spell(saved[6].type), spell(dcontext.type),
-              spell(saved[3].type), spell(kg.type), spell(vg.type)));
+    const Value& out = saved[c];                                   // the attention's output (flash)
+    if (flash() && cp_ring()) {
+      std::tie(dq, dk, dv) =
+          ring_attention_backward(body, saved[3], saved[4], saved[5], out, saved[6], dcontext);
+    } else if (flash() && ulysses()) {
+      const std::vector<Value> grads = attention_backward_kernel(body, saved[3], saved[4], saved[5], out,
+                                                                 saved[6], cp_to_heads(body, dcontext), true);
+      dq = cp_to_tokens(body, grads[0]);
+      dk = cp_to_tokens(body, grads[1]);
+      dv = cp_to_tokens(body, grads[2]);
+    } else if (flash()) {
+      const std::vector<Value> grads =
+          attention_backward_kernel(body, saved[3], kg, vg, out, saved[6], dcontext, true);
       dq = grads[0];
       dk = grads[1];
       dv = grads[2];
@@ -2241,7 +2390,8 @@ class StageWriter {
   }();
   std::uint32_t layers_ = stage_layers(job_)[stage_];  // over all its chunks
   std::uint64_t next_handle_ = 0;
-  std::string ring_pairs_;  // tp_ring_step's source_target_pairs, spelt once
+  std::string ring_pairs_;     // tp_ring_step's source_target_pairs, spelt once
+  std::string cp_ring_pairs_;  // the context-parallel ring's
   std::size_t layer_param_count_ = layer_params(s_).size();
 };
 
@@ -2408,6 +2558,24 @@ void validate(const LlmJob& job) {
         "--seq {} is not a multiple of 2 x --cp {}: context parallelism splits each sequence into 2 cp "
         "chunks (two per device, balancing the causal mask)",
         job.seq, job.cp));
+  }
+  if (job.cp > 1 && job.cp_comm != CpComm::kAllGather) {
+    const char* form = job.cp_comm == CpComm::kP2p ? "p2p" : "a2a";
+    if (job.attention == Attention::kNaive) {
+      fail(
+          fmt::format("--cp-comm {} needs --attention flash: it runs on the fused attention kernel (its "
+                      "log-sum-exp merges "
+                      "the ring's partial outputs), as Transformer Engine's context parallelism does",
+                      form));
+    }
+    if (job.cp_comm == CpComm::kA2a &&
+        ((m.heads / job.tp) % job.cp != 0 || (m.kv_heads / job.tp) % job.cp != 0)) {
+      fail(
+          fmt::format("--cp-comm a2a splits each tensor-parallel device's heads over --cp {}: its {} heads "
+                      "and {} kv heads "
+                      "(--heads and --kv-heads over --tp) must be multiples of it",
+                      job.cp, m.heads / job.tp, m.kv_heads / job.tp));
+    }
   }
   if (job.fsdp && job.zero) {
     fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");

@@ -61,15 +61,25 @@ enum class Recompute : std::uint8_t { kNone, kFull };
 // orrery.attention_backward, costed as their GEMMs with the causal half skipped, docs/compute.md);
 // kNaive: the scores and probabilities materialised, as XLA runs attention without a fused kernel.
 enum class Attention : std::uint8_t { kFlash, kNaive };
+// How context parallelism moves keys and values (Transformer Engine's cp_comm_type):
+// kAllGather: Llama 3's form, every layer all-gathers the keys and values of the whole sequence
+// before attending (and reduce-scatters their gradients); kP2p: the ring (Megatron's default), the
+// keys and values go round the context-parallel group by collective permutes, each block's
+// attention overlapping the next block's transfer, the partial outputs merged by their
+// log-sum-exp; kA2a: DeepSpeed-Ulysses, an all-to-all trades the sequence split for a head split
+// before the attention (each device attends over the whole sequence for heads / cp heads) and a
+// second one trades it back.
+enum class CpComm : std::uint8_t { kAllGather, kP2p, kA2a };
 
 struct LlmJob {
   LlmModel model;
   std::uint32_t dp = 1;             // data-parallel replicas
   std::uint32_t tp = 1;             // tensor-parallel degree (within a stage)
   std::uint32_t pp = 1;             // pipeline stages
-  // Context parallelism (Llama 3's all-gather form): each sequence's tokens split over cp devices,
-  // which all-gather the keys and values of every layer's attention.
+  // Context parallelism: each sequence's tokens split over cp devices (2 cp chunks, two per
+  // device), which exchange keys and values in every layer's attention as cp_comm says.
   std::uint32_t cp = 1;
+  CpComm cp_comm = CpComm::kAllGather;
   std::uint32_t micro_batch = 1;    // sequences per microbatch per data-parallel replica
   std::uint32_t micro_batches = 1;  // microbatches per step (gradient accumulation)
   std::uint32_t seq = 2048;         // sequence length
@@ -144,7 +154,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // ZeRO-1 or FSDP, or one that does not divide the devices holding the same parameters (dp x cp, and for
 // experts dp / ep x cp x tp); virtual stages with GPipe or ZB-H1, with one stage, with microbatches that pp
 // does not divide or with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does
-// not divide (the load-balanced split into 2 cp chunks).
+// not divide (the load-balanced split into 2 cp chunks); ring or Ulysses context parallelism with naive
+// attention, or Ulysses over a cp that does not divide each tensor-parallel device's heads and kv heads.
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
