@@ -252,13 +252,13 @@ print("ok   context parallelism: GEMM FLOPs, key/value all-gathers and reduce-sc
 # Context parallelism's ring (--cp-comm p2p) and Ulysses (--cp-comm a2a) against the all-gather
 # form of the same layout: the same GEMM FLOPs (a ring step attends from the later half of the
 # device's queries over a whole block, which with the balanced chunks is the visible half of the
-# block pair, and step 0 over its own block causally; Ulysses attends over the whole sequence for
-# 1/cp of the heads); per layer and microbatch the ring passes the keys and values on cp - 1 times
-# forward and again backward, and their gradients cp times, as collective permutes round each cp
-# group; Ulysses all-to-alls q, k, v (heads split, sequence gathered) and its output back forward,
+# block pair, and the own block causally; Ulysses attends over the whole sequence for 1/cp of the
+# heads); per layer and microbatch the ring passes the keys and values on cp - 1 times forward
+# (to the next member of each cp group), and backward cp - 1 times the other way round with
+# their gradients another cp - 1 times, as collective permutes; Ulysses all-to-alls q, k, v (heads split, sequence gathered) and its output back forward,
 # the output's gradient and q, k, v's back backward, over the cp groups; neither all-gathers nor
 # reduce-scatters; the data-parallel reductions and the arguments are the all-gather form's.
-def cp_form(base, form, cp, pairs):
+def cp_form(base, form, cp, pairs, back_pairs=None):
     for s in range(pp):
         b, x = load(f"{base}.inspect{s}"), load(f"{form}.inspect{s}")
         want = b["classes"]["gemm"]["flops"]
@@ -270,9 +270,15 @@ def cp_form(base, form, cp, pairs):
         assert "stablehlo.all_gather" not in xc and "stablehlo.reduce_scatter" not in xc, (form, s, xc)
         text = open(f"{w}/{form}/stage_{s}.mlir").read().splitlines()
         if form.endswith("p2p"):
-            assert xc.get("stablehlo.collective_permute") == (3 * cp - 2) * n, (form, s, xc)
+            assert xc.get("stablehlo.collective_permute") == (3 * cp - 3) * n, (form, s, xc)
             lines = [line for line in text if "collective_permute" in line]
-            assert all(pairs in line for line in lines), (form, lines[:1])
+            # In the text, once per layer function: forward cp - 1, backward 2 (cp - 1) the other way.
+            forward = sum(pairs in line for line in lines)
+            backward = sum(back_pairs in line for line in lines)
+            if pairs == back_pairs:
+                forward, backward = cp - 1, forward - (cp - 1)
+            assert forward == cp - 1 and backward == 2 * (cp - 1) and len(lines) == 3 * (cp - 1), \
+                (form, forward, backward, len(lines), lines[:1])
         else:
             assert xc.get("stablehlo.all_to_all") == 8 * n, (form, s, xc)
             lines = [line for line in text if "all_to_all" in line]
@@ -287,8 +293,10 @@ def cp_form(base, form, cp, pairs):
 
 # tp 2 x cp 2 x dp 2: cp groups {0, 2}, {1, 3}, {4, 6}, {5, 7}; cp 4 (tp 1, dp 1): {0, 1, 2, 3};
 # tp 1 x cp 2 x dp 2: {0, 1}, {2, 3}.
-cp_form("cp", "cp_p2p", 2, "dense<[[0, 2], [2, 0], [1, 3], [3, 1], [4, 6], [6, 4], [5, 7], [7, 5]]>")
-cp_form("cp4", "cp4_p2p", 4, "dense<[[0, 1], [1, 2], [2, 3], [3, 0]]>")
+# With cp 2 the ring's two directions have the same pairs.
+ring2 = "dense<[[0, 2], [2, 0], [1, 3], [3, 1], [4, 6], [6, 4], [5, 7], [7, 5]]>"
+cp_form("cp", "cp_p2p", 2, ring2, ring2)
+cp_form("cp4", "cp4_p2p", 4, "dense<[[0, 1], [1, 2], [2, 3], [3, 0]]>", "dense<[[0, 3], [1, 0], [2, 1], [3, 2]]>")
 cp_form("cp_tp1", "cp_a2a", 2, "replica_groups = dense<[[0, 1], [2, 3]]>")
 print("ok   context parallelism as a ring and as Ulysses: the all-gather form's GEMM FLOPs, reductions and "
       "arguments; collective permutes round the cp groups, or all-to-alls over them, as the closed forms")

@@ -699,13 +699,15 @@ class StageWriter {
   Value tp_ring_step(Body& body, const Value& a) { return ring_step(body, a, groups_.tp, ring_pairs_); }
   // One step round the rings `groups`: each member sends `a` to the next member of its group
   // (`pairs` caches the source_target_pairs' spelling).
+  // With `back`, to the previous member instead.
   Value ring_step(Body& body, const Value& a, const std::vector<std::vector<std::uint64_t>>& groups,
-                  std::string& pairs) {
+                  std::string& pairs, bool back = false) {
     if (pairs.empty()) {
       std::vector<std::string> rows;
       for (const std::vector<std::uint64_t>& group : groups) {
-        for (std::size_t j = 0; j < group.size(); ++j) {
-          rows.push_back(fmt::format("[{}, {}]", group[j], group[(j + 1) % group.size()]));
+        const std::size_t n = group.size();
+        for (std::size_t j = 0; j < n; ++j) {
+          rows.push_back(fmt::format("[{}, {}]", group[j], group[back ? (j + n - 1) % n : (j + 1) % n]));
         }
       }
       pairs = fmt::format("dense<[{}]> : tensor<{}x2xi64>", fmt::join(rows, ", "), rows.size());
@@ -1023,12 +1025,11 @@ class StageWriter {
                     spell(dout.type), spell(q.type), spell(k.type), spell(v.type)));
   }
 
-  Value cp_ring_step(Body& body, const Value& a) { return ring_step(body, a, groups_.cp, cp_ring_pairs_); }
-  // The ring's first two key/value blocks: the device's own (keys and values side by side) and,
-  // sent on while the first is used, its predecessor's.
-  std::vector<Value> first_blocks(Body& body, const Value& kh, const Value& vh) {
-    const Value own = body.concat({kh, vh}, 1);
-    return {own, cp_ring_step(body, own)};
+  // One step round the context-parallel ring: forward to the next member, or (`back`) to the
+  // previous one.
+  Value cp_ring_step(Body& body, const Value& a, bool back = false) {
+    return back ? ring_step(body, a, groups_.cp, cp_ring_back_pairs_, true)
+                : ring_step(body, a, groups_.cp, cp_ring_pairs_);
   }
   // The ring (Transformer Engine's "p2p" context parallelism, Megatron's default): the device's
   // keys and values (side by side) go round the context-parallel group, cp - 1 collective
@@ -1039,18 +1040,21 @@ class StageWriter {
   // whole block, otherwise its whole queries against the block's earlier chunk — the same work
   // either way. Written here for every step as the first case (an SPMD program picks by its
   // partition id; only costs are modelled). Each step's output is merged into the running one by
-  // their log-sum-exps, in f32. Returns the output (b, a, s, d) bf16 and its log-sum-exp.
-  std::pair<Value, Value> ring_attention(Body& body, const Value& qh, const Value& kh, const Value& vh) {
-    std::vector<Value> blocks = first_blocks(body, kh, vh);
+  // their log-sum-exps, in f32. Returns the output (b, a, s, d) bf16, its log-sum-exp and the
+  // last block received (device d + 1's), which the backward pass starts from.
+  std::tuple<Value, Value, Value> ring_attention(Body& body, const Value& qh, const Value& kh,
+                                                 const Value& vh) {
+    Value block = body.concat({kh, vh}, 1);
+    Value next = cp_ring_step(body, block);
     const std::vector<Value> first = attention_kernel(body, qh, kh, vh, true);
     Value out = body.convert(first[0], "f32");
     Value lse = first[1];
     const std::uint64_t half = s_.s / 2;
     const Value late = body.slice(qh, 2, half, s_.s);
     for (std::uint32_t i = 1; i < job_.cp; ++i) {
-      const Value block = blocks[i];
+      block = next;
       if (i + 1 < job_.cp) {
-        blocks.push_back(cp_ring_step(body, block));
+        next = cp_ring_step(body, block);
       }
       const std::vector<Value> part = attention_kernel(body, late, body.slice(block, 1, 0, s_.k),
                                                        body.slice(block, 1, s_.k, 2 * s_.k), false);
@@ -1070,35 +1074,40 @@ class StageWriter {
       out = body.concat({body.slice(out, 2, 0, half), merged}, 2);
       lse = body.concat({body.slice(lse, 2, 0, half), new_lse}, 2);
     }
-    return {body.convert(out, "bf16"), lse};
+    return {body.convert(out, "bf16"), lse, block};
   }
-  // Its backward: the blocks go round again, and each block's key and value gradients travel
-  // with it, the device adding its share before passing them on (cp permutes, the last bringing
-  // each block's gradients home); the query gradients add up on the device.
-  std::tuple<Value, Value, Value> ring_attention_backward(Body& body, const Value& qh, const Value& kh,
-                                                          const Value& vh, const Value& out, const Value& lse,
+  // Its backward (Transformer Engine's order): the blocks go round the other way, from the last
+  // one the forward pass received (device d + 1's) to the device's own, which comes back last
+  // and is attended causally. Each block's key and value gradients travel with it, the device
+  // adding its share before passing them on, and reach home with the block: cp - 1 permutes of
+  // the blocks and cp - 1 of their gradients. The query gradients add up on the device.
+  std::tuple<Value, Value, Value> ring_attention_backward(Body& body, const Value& qh, const Value& last,
+                                                          const Value& out, const Value& lse,
                                                           const Value& dout) {
-    std::vector<Value> blocks = first_blocks(body, kh, vh);
-    const std::vector<Value> first = attention_backward_kernel(body, qh, kh, vh, out, lse, dout, true);
-    Value dq = first[0];
-    Value dkv = cp_ring_step(body, body.concat({first[1], first[2]}, 1));
     const std::uint64_t half = s_.s / 2;
     const Value late = body.slice(qh, 2, half, s_.s);
     const Value late_out = body.slice(out, 2, half, s_.s);
     const Value late_lse = body.slice(lse, 2, half, s_.s);
     const Value late_dout = body.slice(dout, 2, half, s_.s);
-    for (std::uint32_t i = 1; i < job_.cp; ++i) {
-      const Value block = blocks[i];
-      if (i + 1 < job_.cp) {
-        blocks.push_back(cp_ring_step(body, block));
-      }
+    Value block = last;
+    std::optional<Value> dkv, dq_late;
+    for (std::uint32_t i = 0; i + 1 < job_.cp; ++i) {
+      const Value next = cp_ring_step(body, block, true);
       const std::vector<Value> part = attention_backward_kernel(body, late, body.slice(block, 1, 0, s_.k),
                                                                 body.slice(block, 1, s_.k, 2 * s_.k),
                                                                 late_out, late_lse, late_dout, false);
-      dkv = cp_ring_step(body, body.add(dkv, body.concat({part[1], part[2]}, 1)));
-      dq = body.concat({body.slice(dq, 2, 0, half), body.add(body.slice(dq, 2, half, s_.s), part[0])}, 2);
+      const Value mine = body.concat({part[1], part[2]}, 1);
+      dkv = cp_ring_step(body, dkv ? body.add(*dkv, mine) : mine, true);
+      dq_late = dq_late ? body.add(*dq_late, part[0]) : part[0];
+      block = next;
     }
-    return {dq, body.slice(dkv, 1, 0, s_.k), body.slice(dkv, 1, s_.k, 2 * s_.k)};
+    // The device's own block, back home, with the other devices' shares of its gradients.
+    const std::vector<Value> own = attention_backward_kernel(
+        body, qh, body.slice(block, 1, 0, s_.k), body.slice(block, 1, s_.k, 2 * s_.k), out, lse, dout, true);
+    const Value total = body.add(*dkv, body.concat({own[1], own[2]}, 1));
+    const Value dq = body.concat(
+        {body.slice(own[0], 2, 0, half), body.add(body.slice(own[0], 2, half, s_.s), *dq_late)}, 2);
+    return {dq, body.slice(total, 1, 0, s_.k), body.slice(total, 1, s_.k, 2 * s_.k)};
   }
 
   std::vector<Value> layer_weights() const {
@@ -1217,6 +1226,9 @@ class StageWriter {
     const std::uint64_t split = ulysses() ? job_.cp : 1;
     const Type heads{{s_.b, s_.a / split, s_.s * split, s_.d}, "bf16"};
     const Type kv{{s_.b, s_.k / split, s_.s * split, s_.d}, "bf16"};
+    if (flash() && cp_ring()) {  // the ring's last key/value block, k and v side by side
+      return {heads, Type{{s_.b, 2 * s_.k, s_.s, s_.d}, "bf16"}, Type{{s_.b, s_.a, s_.s}, "f32"}};
+    }
     if (flash()) {
       return {heads, kv, kv, Type{{s_.b, s_.a / split, s_.s * split}, "f32"}};
     }
@@ -1405,9 +1417,9 @@ class StageWriter {
     Value kernel_out;  // the attention's output as its backward reads it
     std::vector<Value> core;
     if (flash() && cp_ring()) {
-      const auto [out, lse] = ring_attention(body, qh, kh, vh);
+      const auto [out, lse, last] = ring_attention(body, qh, kh, vh);
       context = kernel_out = out;
-      core = {qh, kh, vh, lse};
+      core = {qh, last, lse};
     } else if (flash() && ulysses()) {
       const Value q2 = cp_to_heads(body, qh);
       const Value k2 = cp_to_heads(body, kh);
@@ -1573,25 +1585,26 @@ class StageWriter {
     });
     const Value dcontext = to_heads(body, dctx, s_.a);
     Value dq, dk, dv;  // dk and dv per kv head
-    const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
-    const Value& out = saved[c];                                   // the attention's output (flash)
+    const Value& out = saved[c];        // the attention's output (flash)
+    const Value& stats = saved[c - 1];  // the core's last: flash's log-sum-exp, naive's probabilities
     if (flash() && cp_ring()) {
-      std::tie(dq, dk, dv) =
-          ring_attention_backward(body, saved[3], saved[4], saved[5], out, saved[6], dcontext);
+      std::tie(dq, dk, dv) = ring_attention_backward(body, saved[3], saved[4], out, stats, dcontext);
     } else if (flash() && ulysses()) {
       const std::vector<Value> grads = attention_backward_kernel(body, saved[3], saved[4], saved[5], out,
-                                                                 saved[6], cp_to_heads(body, dcontext), true);
+                                                                 stats, cp_to_heads(body, dcontext), true);
       dq = cp_to_tokens(body, grads[0]);
       dk = cp_to_tokens(body, grads[1]);
       dv = cp_to_tokens(body, grads[2]);
     } else if (flash()) {
+      const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
       const std::vector<Value> grads =
-          attention_backward_kernel(body, saved[3], kg, vg, out, saved[6], dcontext, true);
+          attention_backward_kernel(body, saved[3], kg, vg, out, stats, dcontext, true);
       dq = grads[0];
       dk = grads[1];
       dv = grads[2];
     } else {
-      const Value &qh = saved[3], &probs = saved[6];
+      const auto [kg, vg] = cp_gather_kv(body, saved[4], saved[5]);  // gathered again (context parallelism)
+      const Value &qh = saved[3], &probs = stats;
       const Value kh = expand_kv(body, kg);
       const Value vh = expand_kv(body, vg);
       const Value dprobs = body.dot(dcontext, vh, {0, 1}, {0, 1}, {3}, {3});
@@ -2392,6 +2405,7 @@ class StageWriter {
   std::uint64_t next_handle_ = 0;
   std::string ring_pairs_;     // tp_ring_step's source_target_pairs, spelt once
   std::string cp_ring_pairs_;  // the context-parallel ring's
+  std::string cp_ring_back_pairs_;  // and the other way round
   std::size_t layer_param_count_ = layer_params(s_).size();
 };
 
@@ -2560,13 +2574,13 @@ void validate(const LlmJob& job) {
         job.seq, job.cp));
   }
   if (job.cp > 1 && job.cp_comm != CpComm::kAllGather) {
-    const char* form = job.cp_comm == CpComm::kP2p ? "p2p" : "a2a";
     if (job.attention == Attention::kNaive) {
-      fail(
-          fmt::format("--cp-comm {} needs --attention flash: it runs on the fused attention kernel (its "
-                      "log-sum-exp merges "
-                      "the ring's partial outputs), as Transformer Engine's context parallelism does",
-                      form));
+      fail(job.cp_comm == CpComm::kP2p ? "--cp-comm p2p needs --attention flash: the ring merges its partial "
+                                         "outputs by the log-sum-exps the "
+                                         "fused attention kernel returns"
+                                       : "--cp-comm a2a needs --attention flash: Ulysses is written around "
+                                         "the fused attention kernel only "
+                                         "(naive attention over its head split is not modelled)");
     }
     if (job.cp_comm == CpComm::kA2a &&
         ((m.heads / job.tp) % job.cp != 0 || (m.kv_heads / job.tp) % job.cp != 0)) {
