@@ -29,6 +29,8 @@ CASES = [
     ("llama3-405b, tp 8 x pp 16 x dp 64, 8,192 GPUs", ["--model", "llama3-405b", "--tp", "8", "--pp", "16",
                                                        "--dp", "64", "--micro-batches", "16", "--seq", "8192"],
      [], 1),
+    ("llama3-405b as the row above, 2 processes", ["--model", "llama3-405b", "--tp", "8", "--pp", "16",
+                                                   "--dp", "64", "--micro-batches", "16", "--seq", "8192"], [], 2),
     ("llama3-70b as the second row, interleaved 1F1B (2 chunks per stage)",
      ["--model", "llama3-70b", "--tp", "8", "--pp", "8", "--dp", "16", "--micro-batches", "32", "--seq", "4096",
       "--virtual-stages", "2"], [], 1),

@@ -51,13 +51,18 @@ struct SimulationConfig {
   void fields(V& v) {
     v("seed", seed, "Seed of every random stream (one per LP): jitter, random placement, arrivals.");
     v("partition", partition,
-      "How LPs are spread over MPI processes: auto (topology-aware), block or round-robin.");
+      "How LPs are spread over MPI processes: topology (whole fabric units, scale-up domains kept whole), "
+      "programs (every process runs a share of every program, scale-up domains kept whole: pipeline stages "
+      "advance together), auto (programs when the workload has several programs, else topology), block or "
+      "round-robin (by rank).");
     v("end_time_s", end_time_s, "Stop the simulation at this simulated time (seconds); unset: run "
                                 "to completion.", positive());
   }
   void validate(Problems& problems) const {
-    if (partition != "auto" && partition != "block" && partition != "round-robin") {
-      problems.add("partition", "unknown partition '" + partition + "' (known: auto, block, round-robin)");
+    if (partition != "auto" && partition != "topology" && partition != "programs" && partition != "block" &&
+        partition != "round-robin") {
+      problems.add("partition", "unknown partition '" + partition +
+                                    "' (known: auto, topology, programs, block, round-robin)");
     }
   }
 };

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "util/assert.h"
+
 namespace orrery::network {
 
 std::vector<pdes::ProcessId> TopologyPartitioner::endpoint_owners(pdes::ProcessId num_processes) const {
@@ -36,6 +40,49 @@ pdes::PartitionMap TopologyPartitioner::assign(pdes::LpId num_lps, pdes::Process
     } else {
       owners[lp] = endpoint_owner[placement_ != nullptr ? placement_->endpoint_of(lp) : lp];
     }
+  }
+  return pdes::PartitionMap(std::move(owners), num_processes);
+}
+
+pdes::PartitionMap program_balanced_partition(const Topology& topology, const Placement& placement,
+                                              const std::vector<std::uint32_t>& program_of_rank,
+                                              pdes::LpId num_lps, pdes::ProcessId num_processes) {
+  const std::uint32_t ranks = placement.devices();
+  ORRERY_ASSERT(program_of_rank.size() == ranks && num_lps >= ranks && num_processes > 0,
+                "a program per rank, and an LP per rank");
+  constexpr std::uint32_t kUnseen = 0xffffffffU;
+  std::vector<std::uint32_t> node_slot(topology.num_nodes(), kUnseen);  // index in its program's list
+  std::vector<std::uint32_t> node_program(topology.num_nodes(), kUnseen);
+  std::vector<std::uint32_t> nodes_of_program;
+  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+    const std::uint32_t node = topology.node_of(placement.endpoint_of(rank));
+    if (node_slot[node] != kUnseen) {
+      continue;
+    }
+    const std::uint32_t program = program_of_rank[rank];
+    if (program >= nodes_of_program.size()) {
+      nodes_of_program.resize(program + 1, 0);
+    }
+    node_program[node] = program;
+    node_slot[node] = nodes_of_program[program]++;
+  }
+  // Program p's blocks start at process (nodes of programs before p) mod P, so that programs of
+  // fewer nodes than processes are spread too.
+  std::vector<std::uint64_t> rotation(nodes_of_program.size(), 0);
+  for (std::size_t p = 1; p < nodes_of_program.size(); ++p) {
+    rotation[p] = (rotation[p - 1] + nodes_of_program[p - 1]) % num_processes;
+  }
+  std::vector<pdes::ProcessId> owners(num_lps);
+  for (pdes::LpId lp = 0; lp < num_lps; ++lp) {
+    if (lp >= ranks) {
+      owners[lp] = (lp - ranks) % num_processes;  // replica p on process p
+      continue;
+    }
+    const std::uint32_t node = topology.node_of(placement.endpoint_of(lp));
+    const std::uint32_t program = node_program[node];
+    const std::uint64_t block =
+        static_cast<std::uint64_t>(node_slot[node]) * num_processes / nodes_of_program[program];
+    owners[lp] = static_cast<pdes::ProcessId>((block + rotation[program]) % num_processes);
   }
   return pdes::PartitionMap(std::move(owners), num_processes);
 }

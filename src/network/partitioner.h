@@ -6,7 +6,9 @@
 // (engine_network.h); further LPs go round-robin.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "network/topology/placement.h"
 #include "network/topology/topology.h"
@@ -28,6 +30,19 @@ class TopologyPartitioner final : public pdes::Partitioner {
   const Topology& topology_;
   const Placement* placement_;
 };
+
+// For a workload of several programs (pipeline stages, Chakra graphs): every process runs an equal
+// share of every program, so that the stages advance together and each window finds work on
+// every process (the topology partitioner gives each process whole stages, which take turns).
+// A node (scale-up domain) stays whole and goes with the program of its lowest rank; each
+// program's nodes, in order of their lowest ranks, are dealt to the processes in contiguous
+// blocks of equal size, starting at process (nodes of the programs before it) mod P, so that
+// programs of fewer nodes than processes spread over them too. `program_of_rank[r]` is the program rank r
+// runs; LPs are the ranks, then one network replica per process (as TopologyPartitioner with a placement lays
+// them out).
+pdes::PartitionMap program_balanced_partition(const Topology& topology, const Placement& placement,
+                                              const std::vector<std::uint32_t>& program_of_rank,
+                                              pdes::LpId num_lps, pdes::ProcessId num_processes);
 
 // The engine's report (LPs per process, imbalance, cut channels) plus the fabric's: links whose
 // two ends lie on different processes (routers of a unit go with the unit; shared routers, e.g.

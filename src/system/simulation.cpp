@@ -2060,8 +2060,20 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   std::vector<pdes::ProcessId> owners;
   std::string partitioner = scenario.simulation.partition;
   if (partitioner == "auto") {
-    partitioner = "topology";
-    const pdes::PartitionMap map = network::TopologyPartitioner(*topology, placement.get()).assign(lps, processes);
+    // Several programs (pipeline stages): a share of each on every process; else whole fabric units.
+    partitioner = input.programs.size() > 1 ? "programs" : "topology";
+  }
+  if (partitioner == "topology" || partitioner == "programs") {
+    std::vector<std::uint32_t> program_of_rank(ranks, 0);
+    for (std::uint32_t p = 0; p < input.programs.size(); ++p) {
+      for (const std::uint32_t rank : input.programs[p].ranks) {
+        program_of_rank[rank] = p;
+      }
+    }
+    const pdes::PartitionMap map =
+        partitioner == "programs"
+            ? network::program_balanced_partition(*topology, *placement, program_of_rank, lps, processes)
+            : network::TopologyPartitioner(*topology, placement.get()).assign(lps, processes);
     for (pdes::LpId lp = 0; lp < lps; ++lp) {
       owners.push_back(map.owner(lp));
     }

@@ -153,6 +153,54 @@ TEST(Partitioner, KeepsDragonflyGroupsWhole) {
   EXPECT_LE(report.cut_links, global);
 }
 
+TEST(Partitioner, ProgramsAreSpreadOverEveryProcessWithNodesWhole) {
+  // 4 devices per node, 64 ranks in place: programs of 24, 24 and 16 ranks (6, 6 and 4 nodes), as
+  // pipeline stages lie; then a 2-rank program sharing a node with the third's last ranks.
+  const config::Scenario scenario = scenario_from(
+      "system: {devices_per_node: 4}\nnetwork: {topology: {kind: fat_tree, k: 8, levels: 2}}\n");
+  const Topology topology = Topology::build(scenario.system, scenario.network);
+  const Placement placement = Placement::make(config::PlacementPolicy::kLinear, topology, 66, 1);
+  std::vector<std::uint32_t> program(66);
+  for (std::uint32_t r = 0; r < 66; ++r) {
+    program[r] = r < 24 ? 0 : r < 48 ? 1 : r < 64 ? 2 : 3;
+  }
+  // Ranks 64 and 65 (program 3) sit on node 16 alone: a program of one node.
+  const pdes::PartitionMap map = program_balanced_partition(topology, placement, program, 66 + 2, 2);
+  std::vector<std::vector<std::uint32_t>> ranks_on(4, std::vector<std::uint32_t>(2, 0));
+  for (std::uint32_t r = 0; r < 66; ++r) {
+    ++ranks_on[program[r]][map.owner(r)];
+    if (r % 4 != 0) {
+      EXPECT_EQ(map.owner(r), map.owner(r - 1)) << "a node stays whole: rank " << r;
+    }
+  }
+  // Each program's nodes in contiguous halves: the first half of its nodes on process 0.
+  EXPECT_EQ(ranks_on[0], (std::vector<std::uint32_t>{12, 12}));
+  EXPECT_EQ(ranks_on[1], (std::vector<std::uint32_t>{12, 12}));
+  EXPECT_EQ(ranks_on[2], (std::vector<std::uint32_t>{8, 8}));
+  EXPECT_EQ(ranks_on[3], (std::vector<std::uint32_t>{2, 0}));
+  EXPECT_EQ(map.owner(0), 0U);
+  EXPECT_EQ(map.owner(23), 1U);
+  EXPECT_EQ(map.owner(24), 0U);
+  EXPECT_EQ(map.owner(66), 0U);  // the replicas: one per process
+  EXPECT_EQ(map.owner(67), 1U);
+  // A node shared by two programs goes with its lowest rank's: ranks 0-5 of program 0, 6-7 of 1.
+  std::vector<std::uint32_t> shared(8, 0);
+  shared[6] = shared[7] = 1;
+  const Placement eight = Placement::make(config::PlacementPolicy::kLinear, topology, 8, 1);
+  const pdes::PartitionMap two = program_balanced_partition(topology, eight, shared, 8, 2);
+  EXPECT_EQ(two.owner(0), 0U);
+  EXPECT_EQ(two.owner(3), 0U);
+  EXPECT_EQ(two.owner(4), 1U);  // program 0's second node
+  EXPECT_EQ(two.owner(7), 1U);
+  // Programs of one node each (stages on one node apiece) take turns: 0, 1, 0 on two processes.
+  const std::vector<std::uint32_t> stages = {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2};
+  const Placement twelve = Placement::make(config::PlacementPolicy::kLinear, topology, 12, 1);
+  const pdes::PartitionMap turns = program_balanced_partition(topology, twelve, stages, 12, 2);
+  EXPECT_EQ(turns.owner(0), 0U);
+  EXPECT_EQ(turns.owner(4), 1U);
+  EXPECT_EQ(turns.owner(8), 0U);
+}
+
 TEST(Partitioner, RanksFollowTheirEndpointsUnderAPlacement) {
   // Ranks placed round-robin over the nodes of a fat-tree: each rank's LP goes where its endpoint
   // goes, and the replica LPs follow the ranks.

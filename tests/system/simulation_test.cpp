@@ -858,13 +858,18 @@ TEST(Simulation, RendezvousAcrossProcessesGivesTheSameRunAsInOne) {
             fmt::format("system.stragglers=[{{rank: 2, slowdown_percent: {}}}]", slowdown)};
         const Outcome one = stages_on(scenario, 1, common);
         ASSERT_EQ(one.error, "");
-        for (const char* partition : {"block", "round-robin"}) {
+        // auto: several programs, so each process runs a share of them (partition programs; the
+        // topology partition would put this small fat-tree's three nodes on one process).
+        for (const char* partition : {"block", "round-robin", "auto"}) {
           SCOPED_TRACE(fmt::format("{} limit={} slowdown={} {}", model, limit, slowdown, partition));
           std::vector<std::string> overrides = common;
           overrides.push_back(std::string("simulation.partition=") + partition);
           const Outcome two = stages_on(scenario, 2, overrides);
           ASSERT_EQ(two.error, "");
           expect_same_run_on_two_processes(one, two);
+          if (std::string(partition) == "auto") {
+            EXPECT_TRUE(two.summary.partition.starts_with("partition programs:")) << two.summary.partition;
+          }
         }
       }
     }
