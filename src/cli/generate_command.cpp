@@ -188,6 +188,15 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--virtual-stages", a->job.virtual_stages,
                   "Interleaved 1F1B: model chunks per pipeline stage (Megatron's virtual pipeline stages)")
       ->capture_default_str();
+  llm->add_option("--first-stage-layers", a->job.first_stage_layers,
+                  "Layers on the first pipeline stage (Megatron's --decoder-first-pipeline-num-layers; 0: an "
+                  "even share)")
+      ->capture_default_str();
+  llm->add_option(
+         "--last-stage-layers", a->job.last_stage_layers,
+         "Layers on the last pipeline stage (Megatron's --decoder-last-pipeline-num-layers; 0: an even "
+         "share)")
+      ->capture_default_str();
   llm->add_option("--recompute", a->recompute, "Activation recomputation: none or full")
       ->check(CLI::IsMember({"none", "full"}))
       ->capture_default_str();

@@ -196,6 +196,8 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
                   : c.cp_comm == config::LlmCpCommConfig::kA2a ? gen::CpComm::kA2a
                                                                : gen::CpComm::kAllGather;
     job.virtual_stages = c.virtual_stages;
+    job.first_stage_layers = c.first_stage_layers;
+    job.last_stage_layers = c.last_stage_layers;
     job.dp = c.dp;
     job.micro_batch = c.micro_batch;
     job.micro_batches = c.micro_batches;

@@ -138,6 +138,8 @@ struct LlmWorkloadConfig {
   std::uint32_t seq = 2048;
   LlmScheduleConfig schedule = LlmScheduleConfig::kOneFOneB;
   std::uint32_t virtual_stages = 1;
+  std::uint32_t first_stage_layers = 0;
+  std::uint32_t last_stage_layers = 0;
   LlmRecomputeConfig recompute = LlmRecomputeConfig::kNone;
   LlmAttentionConfig attention = LlmAttentionConfig::kFlash;
   bool sequence_parallel = false;
@@ -186,6 +188,10 @@ struct LlmWorkloadConfig {
       "Pipeline schedule: 1f1b, gpipe, or zb-h1 (zero-bubble ZB-H1: 1F1B with each backward split into input "
       "and weight gradients, the weight gradients run later).");
     v("virtual_stages", virtual_stages, "Interleaved 1F1B: model chunks per pipeline stage.", at_least(1));
+    v("first_stage_layers", first_stage_layers,
+      "Layers on the first pipeline stage (Megatron's uneven split); 0: an even share.");
+    v("last_stage_layers", last_stage_layers,
+      "Layers on the last pipeline stage (Megatron's uneven split); 0: an even share.");
     v("recompute", recompute, "Activation recomputation.");
     v("attention", attention, "flash: one fused kernel each way; naive: scores materialised.");
     v("sequence_parallel", sequence_parallel, "Megatron's sequence parallelism (with tp > 1).");

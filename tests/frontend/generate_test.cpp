@@ -21,6 +21,17 @@ LlmJob tiny() {
   return job;
 }
 
+// validate() refuses the job with a configuration error whose message holds `message`.
+void refused(const LlmJob& job, const std::string& message) {
+  try {
+    validate(job);
+    ADD_FAILURE() << "expected: " << message;
+  } catch (const OrreryError& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kConfig);
+    EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
+  }
+}
+
 TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
   int programs = 0;
   for (int bits = 0; bits < 256; ++bits) {
@@ -176,6 +187,45 @@ TEST(GenerateLlm, LayersSplitAsEvenlyAsPossibleFirstStagesTakingTheRest) {
   EXPECT_EQ(f.stage_parameters, (std::vector<std::uint64_t>{3 * layer + 25 * 64, 2 * layer + 64 + 64 * 25}));
 }
 
+TEST(GenerateLlm, MegatronsUnevenSplitGivesTheFirstAndLastStagesTheirOwnCounts) {
+  LlmJob job = tiny();
+  job.model.layers = 14;
+  job.pp = 4;
+  job.first_stage_layers = 3;
+  job.last_stage_layers = 3;
+  EXPECT_NO_THROW(validate(job));
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{3, 4, 4, 3}));
+  job.last_stage_layers = 0;  // only the first given: the other three share 11 layers: refused
+  refused(job,
+          "the 11 layers left by --first-stage-layers and --last-stage-layers do not split evenly over the "
+          "other 3 stages");
+  job.first_stage_layers = 2;
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{2, 4, 4, 4}));
+  // With 2 chunks per stage each stage's layers split over its chunks: virtual stage v is on stage
+  // v mod pp.
+  job.virtual_stages = 2;
+  job.micro_batches = 4;
+  EXPECT_NO_THROW(validate(job));
+  EXPECT_EQ(virtual_stage_layers(job), (std::vector<std::uint32_t>{1, 2, 2, 2, 1, 2, 2, 2}));
+  job.first_stage_layers = 3;
+  job.model.layers = 15;
+  refused(job, "--virtual-stages 2: a stage's 3 layers do not split evenly over its chunks");
+  job = tiny();  // 5 layers
+  job.first_stage_layers = 1;
+  refused(job, "--first-stage-layers needs --pp 2 or more");
+  job.pp = 2;
+  job.last_stage_layers = 3;
+  refused(job,
+          "--first-stage-layers 1 and --last-stage-layers 3 do not leave the model's 5 layers to the other 0 "
+          "stages");
+  job.last_stage_layers = 4;
+  EXPECT_EQ(stage_layers(job), (std::vector<std::uint32_t>{1, 4}));
+  const std::string last = stage_program(job, 1);
+  EXPECT_NE(last.find("%layer1_wqkv"), std::string::npos);  // layers 1 to 4 (model-wide numbers)
+  EXPECT_NE(last.find("%layer4_wqkv"), std::string::npos);
+  EXPECT_EQ(last.find("%layer0_wqkv"), std::string::npos);
+}
+
 TEST(GenerateLlm, InterleavedStagesHoldEveryPpthChunk) {
   LlmJob job = tiny();
   job.model.layers = 7;
@@ -202,15 +252,6 @@ TEST(GenerateLlm, InterleavedStagesHoldEveryPpthChunk) {
 }
 
 TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
-  auto refused = [](LlmJob job, const std::string& message) {
-    try {
-      validate(job);
-      ADD_FAILURE() << "expected: " << message;
-    } catch (const OrreryError& error) {
-      EXPECT_EQ(error.code(), ErrorCode::kConfig);
-      EXPECT_NE(std::string(error.what()).find(message), std::string::npos) << error.what();
-    }
-  };
   LlmJob job = tiny();
   job.tp = 4;  // 2 kv heads
   refused(job, "--kv-heads 2 is not a multiple of --tp 4");

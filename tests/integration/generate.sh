@@ -9,7 +9,7 @@
 # ring of collective permutes, or all-to-alls them to a head split (Ulysses), at the same FLOPs; FP8 linear layers read
 # one byte per operand element at the same FLOPs and shorten an 8B job's compute on H100; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
-# stashes less; written as Chakra traces and run back it takes the same step (kernel times in whole
+# stashes less; Megatron's uneven pipeline split moves layers between stages; written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost, and interleaving (virtual stages) idles less and
 # stashes more; ZB-H1 runs the same kernels as 1F1B in a shorter step, idling less, stage 0 stashing
@@ -83,6 +83,8 @@ gen onef_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2
 gen zb_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2 --distributed-optimizer \
   --schedule zb-h1
 gen recompute "${pipe[@]}" --micro-batches 8 --recompute full
+# Megatron's uneven split: one layer on the first and last stages, three on each middle one.
+gen uneven "${pipe[@]}" --micro-batches 8 --first-stage-layers 1 --last-stage-layers 1
 gen pipe_tp "${pipe[@]}" --micro-batches 8 --tp 2
 gen pipe_sp "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel
 # Tensor-parallel communication overlap: tp 4 with sequence parallelism, with and without.
@@ -137,6 +139,8 @@ run hsdp hsdp
 run hsdp hsdp_np2 2
 for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved zb onef_spzero zb_spzero; do run "$name" "$name"; done
 run zb zb_np2 2
+run uneven uneven
+run uneven uneven_np2 2
 for name in tp4_sp tp4_overlap; do run "$name" "$name"; done
 run tp4_overlap tp4_overlap_np2 2
 for name in tp4_sp tp4_overlap; do
@@ -234,6 +238,9 @@ expect "workload.llm Ulysses with naive attention" 2 "workload.llm.cp_comm a2a n
   --set workload.llm.cp=2 --set workload.llm.cp_comm=a2a --set workload.llm.attention=naive
 expect "unknown context-parallel form" 2 "--cp-comm" -- \
   "$orrery" generate llm --model llama3-8b --cp 2 --cp-comm ring --out "$work/bad"
+expect "an uneven split that leaves layers over" 2 \
+  "the 29 layers left by --first-stage-layers and --last-stage-layers do not split evenly over the other 2" -- \
+  "$orrery" generate llm --model llama3-8b --pp 4 --first-stage-layers 1 --last-stage-layers 2 --out "$work/bad"
 expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "interleaving with ZB-H1" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule zb-h1" -- \

@@ -452,6 +452,19 @@ for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
     assert interleaved[key] == load("interleaved_np2.summary")[key], key
 print(f"ok   interleaved 1F1B: idle {interleaved['idle_s'] * 1e3:.3f} ms against {onef['idle_s'] * 1e3:.3f} ms, "
       f"stage-0 stash {stash(interleaved) / 2**20:.1f} MiB against {stash(onef) / 2**20:.1f} MiB; -np 1 = -np 2")
+# Megatron's uneven split (one layer on the first and last stages, three on the middle two, against
+# 1F1B's even two): each stage's arguments differ from the even split's by 14 bytes per parameter of
+# the layers it gains or loses, one layer's worth each; -np 1 = -np 2.
+uneven = load("uneven.summary")
+assert load("uneven")["stage_layers"] == [1, 3, 3, 1], load("uneven")["stage_layers"]
+args = lambda s, stage: s["memory"][stage]["arguments_bytes"]
+per_layer = args(onef, 0) - args(uneven, 0)
+assert per_layer > 0 and per_layer % 14 == 0, per_layer
+assert [args(uneven, st) - args(onef, st) for st in range(4)] == [-per_layer, per_layer, per_layer, -per_layer]
+for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
+    assert uneven[key] == load("uneven_np2.summary")[key], key
+print(f"ok   uneven pipeline split [1, 3, 3, 1]: {per_layer // 14:,} parameters per layer moved to the middle "
+      f"stages; step {uneven['step_time_s'] * 1e3:.3f} ms against {onef['step_time_s'] * 1e3:.3f} ms; -np 1 = -np 2")
 # ZB-H1 (Qi et al. 2024): the same kernels as 1F1B (each backward split into its input and its
 # weight gradients), run in an order that idles less: the weight passes fill the bubble. Stage 0
 # runs each W right after its B (its backward unsplit), so it stashes exactly what 1F1B's does;

@@ -2478,6 +2478,28 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   return model;
 }
 
+namespace {
+// Megatron's uneven split: each stage's layers (the first and last as given, the rest evenly).
+std::vector<std::uint32_t> uneven_stage_layers(const LlmJob& job) {
+  std::uint32_t rest = job.model.layers;
+  std::uint32_t others = job.pp;
+  for (const std::uint32_t given : {job.first_stage_layers, job.last_stage_layers}) {
+    if (given > 0) {
+      rest -= std::min(rest, given);
+      --others;
+    }
+  }
+  std::vector<std::uint32_t> layers(job.pp, others > 0 ? rest / others : 0);
+  if (job.first_stage_layers > 0) {
+    layers.front() = job.first_stage_layers;
+  }
+  if (job.last_stage_layers > 0) {
+    layers.back() = job.last_stage_layers;
+  }
+  return layers;
+}
+}  // namespace
+
 void validate(const LlmJob& job) {
   const LlmModel& m = job.model;
   const std::pair<const char*, std::uint64_t> positive[] = {{"--layers", m.layers},
@@ -2641,6 +2663,35 @@ void validate(const LlmJob& job) {
                        job.pp, job.virtual_stages, m.layers));
     }
   }
+  if (job.first_stage_layers > 0 || job.last_stage_layers > 0) {
+    const char* which = job.first_stage_layers > 0 ? "--first-stage-layers" : "--last-stage-layers";
+    if (job.pp < 2) {
+      fail(fmt::format("{} needs --pp 2 or more", which));
+    }
+    const std::uint64_t given = static_cast<std::uint64_t>(job.first_stage_layers) + job.last_stage_layers;
+    const std::uint32_t others =
+        job.pp - (job.first_stage_layers > 0 ? 1 : 0) - (job.last_stage_layers > 0 ? 1 : 0);
+    if (given > m.layers || (others == 0 && given != m.layers)) {
+      fail(
+          fmt::format("--first-stage-layers {} and --last-stage-layers {} do not leave the model's {} layers "
+                      "to the other {} stages",
+                      job.first_stage_layers, job.last_stage_layers, m.layers, others));
+    }
+    const std::uint64_t rest = m.layers - given;
+    if (others > 0 && (rest % others != 0 || rest / others == 0)) {
+      fail(fmt::format(
+          "the {} layers left by --first-stage-layers and --last-stage-layers do not split evenly "
+          "over the other {} stages (Megatron's uneven split gives each the same number, at "
+          "least 1)",
+          rest, others));
+    }
+    for (const std::uint64_t layers : uneven_stage_layers(job)) {
+      if (layers % job.virtual_stages != 0) {
+        fail(fmt::format("--virtual-stages {}: a stage's {} layers do not split evenly over its chunks",
+                         job.virtual_stages, layers));
+      }
+    }
+  }
   if (2ULL * job.pp * job.virtual_stages * job.micro_batches >= 1'000'000'000ULL) {
     fail(
         "--pp x --virtual-stages x --micro-batches: too many point-to-point channels (2 x pp x virtual "
@@ -2677,6 +2728,14 @@ void validate(const LlmJob& job) {
 
 std::vector<std::uint32_t> virtual_stage_layers(const LlmJob& job) {
   const std::uint32_t stages = job.pp * job.virtual_stages;
+  if (job.first_stage_layers > 0 || job.last_stage_layers > 0) {
+    const std::vector<std::uint32_t> per_stage = uneven_stage_layers(job);
+    std::vector<std::uint32_t> layers(stages);
+    for (std::uint32_t v = 0; v < stages; ++v) {
+      layers[v] = per_stage[v % job.pp] / job.virtual_stages;  // virtual stage v: stage v mod pp
+    }
+    return layers;
+  }
   std::vector<std::uint32_t> layers(stages, job.model.layers / stages);
   for (std::uint32_t i = 0; i < job.model.layers % stages; ++i) {
     ++layers[i];

@@ -87,6 +87,12 @@ struct LlmJob {
   // Interleaved 1F1B (Megatron's virtual pipeline stages): each stage holds this many model
   // chunks, chunk c being virtual stage c x pp + stage of pp x virtual_stages.
   std::uint32_t virtual_stages = 1;
+  // Megatron's uneven pipeline split (--decoder-first-pipeline-num-layers and
+  // --decoder-last-pipeline-num-layers): the first and the last stage hold this many layers (0: an
+  // even share), the other stages split the rest evenly; with virtual stages, each stage's layers
+  // are split evenly over its chunks.
+  std::uint32_t first_stage_layers = 0;
+  std::uint32_t last_stage_layers = 0;
   Recompute recompute = Recompute::kNone;
   Attention attention = Attention::kFlash;
   bool grads_in_bf16 = false;  // accumulate and all-reduce gradients in bf16 (default f32)
@@ -155,11 +161,16 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // experts dp / ep x cp x tp); virtual stages with GPipe or ZB-H1, with one stage, with microbatches that pp
 // does not divide or with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does
 // not divide (the load-balanced split into 2 cp chunks); ring or Ulysses context parallelism with naive
-// attention, or Ulysses over a cp that does not divide each tensor-parallel device's heads and kv heads.
+// attention, or Ulysses over a cp that does not divide each tensor-parallel device's heads and kv heads;
+// first or last stage layers with one stage, more than the model's layers, or leaving layers that the
+// other stages (or a stage's chunks) do not divide evenly.
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
-// taking one more when they do not divide; and of each stage (the sum over its chunks).
+// taking one more when they do not divide; and of each stage (the sum over its chunks). With
+// first_stage_layers or last_stage_layers, Megatron's uneven split: those stages hold that many,
+// the others an equal share of the rest, and every stage's layers are split evenly over its chunks
+// (validate() refuses what does not divide).
 std::vector<std::uint32_t> virtual_stage_layers(const LlmJob& job);
 std::vector<std::uint32_t> stage_layers(const LlmJob& job);
 
