@@ -52,8 +52,9 @@ struct SimulationConfig {
     v("seed", seed, "Seed of every random stream (one per LP): jitter, random placement, arrivals.");
     v("partition", partition,
       "How LPs are spread over MPI processes: topology (whole fabric units, scale-up domains kept whole), "
-      "programs (every process runs a share of every program, scale-up domains kept whole: pipeline stages "
-      "advance together), auto (programs when the workload has several programs, else topology), block or "
+      "programs (each program's nodes spread over the processes, scale-up domains kept whole: pipeline "
+      "stages advance together), auto (programs when the workload has several programs, else topology), "
+      "block or "
       "round-robin (by rank).");
     v("end_time_s", end_time_s, "Stop the simulation at this simulated time (seconds); unset: run "
                                 "to completion.", positive());

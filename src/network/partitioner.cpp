@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "util/assert.h"
 
@@ -97,26 +98,42 @@ std::string NetworkPartitionReport::describe() const {
 }
 
 NetworkPartitionReport report_network_partition(const Topology& topology, std::string_view partitioner,
-                                                const pdes::PartitionMap& map, const pdes::ChannelTable& channels) {
+                                                const pdes::PartitionMap& map,
+                                                const pdes::ChannelTable& channels,
+                                                const std::vector<pdes::LpId>* lp_of_endpoint) {
   NetworkPartitionReport report;
   report.engine = pdes::report_partition(partitioner, map, channels);
   const pdes::ProcessId processes = map.num_processes();
   report.endpoints_per_process.assign(processes, 0);
-  std::vector<pdes::ProcessId> unit_owner(topology.num_units(), 0);
+  // The process of an endpoint's LP, or none (an endpoint no rank uses).
+  const auto endpoint_owner = [&](EndpointId e) -> std::optional<pdes::ProcessId> {
+    const pdes::LpId lp =
+        lp_of_endpoint == nullptr ? e : (e < lp_of_endpoint->size() ? (*lp_of_endpoint)[e] : map.num_lps());
+    return lp < map.num_lps() ? std::optional<pdes::ProcessId>(map.owner(lp)) : std::nullopt;
+  };
+  // A unit's routers go with the process that holds most of its used endpoints (the lowest on a
+  // tie; process 0 for a unit nobody uses).
+  std::vector<std::vector<std::uint32_t>> unit_counts(topology.num_units(),
+                                                      std::vector<std::uint32_t>(processes, 0));
   for (EndpointId e = 0; e < topology.num_endpoints(); ++e) {
-    const pdes::ProcessId owner = e < map.num_lps() ? map.owner(e) : 0;
-    ++report.endpoints_per_process[owner];
-    unit_owner[topology.unit_of(e)] = owner;
+    if (const auto owner = endpoint_owner(e)) {
+      ++report.endpoints_per_process[*owner];
+      ++unit_counts[topology.unit_of(e)][*owner];
+    }
+  }
+  std::vector<pdes::ProcessId> unit_owner(topology.num_units(), 0);
+  for (std::size_t u = 0; u < unit_counts.size(); ++u) {
+    unit_owner[u] = static_cast<pdes::ProcessId>(
+        std::max_element(unit_counts[u].begin(), unit_counts[u].end()) - unit_counts[u].begin());
   }
   const Graph& graph = topology.graph();
   auto owner_of = [&](VertexId v) -> pdes::ProcessId {
     const Vertex& vertex = graph.vertex(v);
-    if (vertex.kind == VertexKind::kDevice) {
-      return v < map.num_lps() ? map.owner(v) : 0;
-    }
-    if (vertex.kind != VertexKind::kRouter) {
-      const EndpointId first = topology.endpoint(vertex.domain, 0);
-      return first < map.num_lps() ? map.owner(first) : 0;
+    const EndpointId endpoint = vertex.kind == VertexKind::kDevice   ? v
+                                : vertex.kind != VertexKind::kRouter ? topology.endpoint(vertex.domain, 0)
+                                                                     : topology.num_endpoints();
+    if (endpoint < topology.num_endpoints()) {
+      return endpoint_owner(endpoint).value_or(unit_owner[topology.unit_of(endpoint)]);
     }
     const std::uint32_t unit = topology.unit_of_vertex(v);
     return unit == kSharedUnit ? v % processes : unit_owner[unit];

@@ -32,8 +32,9 @@ class TopologyPartitioner final : public pdes::Partitioner {
 };
 
 // For a workload of several programs (pipeline stages, Chakra graphs): every process runs an equal
-// share of every program, so that the stages advance together and each window finds work on
-// every process (the topology partitioner gives each process whole stages, which take turns).
+// share, node by node, of every program of at least as many nodes as processes, so that the stages
+// advance together and each window finds work on every process (the topology partitioner gives
+// each process whole stages, which take turns).
 // A node (scale-up domain) stays whole and goes with the program of its lowest rank; each
 // program's nodes, in order of their lowest ranks, are dealt to the processes in contiguous
 // blocks of equal size, starting at process (nodes of the programs before it) mod P, so that
@@ -45,8 +46,8 @@ pdes::PartitionMap program_balanced_partition(const Topology& topology, const Pl
                                               pdes::LpId num_lps, pdes::ProcessId num_processes);
 
 // The engine's report (LPs per process, imbalance, cut channels) plus the fabric's: links whose
-// two ends lie on different processes (routers of a unit go with the unit; shared routers, e.g.
-// fat-tree top switches, round-robin by vertex id).
+// two ends lie on different processes (routers of a unit go with the process holding most of its
+// endpoints; shared routers, e.g. fat-tree top switches, round-robin by vertex id).
 struct NetworkPartitionReport {
   pdes::PartitionReport engine;
   std::vector<std::uint32_t> endpoints_per_process;
@@ -55,7 +56,12 @@ struct NetworkPartitionReport {
   [[nodiscard]] std::string describe() const;
 };
 
+// `lp_of_endpoint`: each endpoint's LP (a run's ranks by their placement; an LP id at or above
+// the map's LPs for an endpoint nobody uses); null: LP e is endpoint e (`orrery traffic`).
+// Endpoints per process count the used endpoints.
 NetworkPartitionReport report_network_partition(const Topology& topology, std::string_view partitioner,
-                                                const pdes::PartitionMap& map, const pdes::ChannelTable& channels);
+                                                const pdes::PartitionMap& map,
+                                                const pdes::ChannelTable& channels,
+                                                const std::vector<pdes::LpId>* lp_of_endpoint = nullptr);
 
 }  // namespace orrery::network

@@ -2064,15 +2064,18 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     partitioner = input.programs.size() > 1 ? "programs" : "topology";
   }
   if (partitioner == "topology" || partitioner == "programs") {
-    std::vector<std::uint32_t> program_of_rank(ranks, 0);
-    for (std::uint32_t p = 0; p < input.programs.size(); ++p) {
-      for (const std::uint32_t rank : input.programs[p].ranks) {
-        program_of_rank[rank] = p;
+    const auto program_partition = [&] {
+      std::vector<std::uint32_t> program_of_rank(ranks, 0);
+      for (std::uint32_t p = 0; p < input.programs.size(); ++p) {
+        for (const std::uint32_t rank : input.programs[p].ranks) {
+          program_of_rank[rank] = p;
+        }
       }
-    }
+      return network::program_balanced_partition(*topology, *placement, program_of_rank, lps, processes);
+    };
     const pdes::PartitionMap map =
         partitioner == "programs"
-            ? network::program_balanced_partition(*topology, *placement, program_of_rank, lps, processes)
+            ? program_partition()
             : network::TopologyPartitioner(*topology, placement.get()).assign(lps, processes);
     for (pdes::LpId lp = 0; lp < lps; ++lp) {
       owners.push_back(map.owner(lp));
@@ -2091,7 +2094,9 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
   network.declare_channels(channels, partition);
   channels.add(pdes::LpRange{0, ranks}, pdes::LpRange{0, ranks}, layout.injection_delay,
                "ranks: in-switch reduction legs");
-  summary.partition = network::report_network_partition(*topology, partitioner, partition, channels).describe();
+  summary.partition =
+      network::report_network_partition(*topology, partitioner, partition, channels, &layout.lp_of_endpoint)
+          .describe();
 
   pdes::EngineOptions options;
   options.seed = scenario.simulation.seed;

@@ -1,9 +1,12 @@
 // The network inside the PDES engine: `orrery traffic`'s driver gives identical results for 1, 2
 // and 4 processes (threads standing in for MPI processes), for both models and both modes; the
 // topology-aware partitioner keeps groups whole.
+#include "network/engine_network.h"
+
 #include <gtest/gtest.h>
 
-#include "network/engine_network.h"
+#include <limits>
+
 #include "network/model_factory.h"
 #include "network/partitioner.h"
 #include "network/traffic.h"
@@ -219,6 +222,19 @@ TEST(Partitioner, RanksFollowTheirEndpointsUnderAPlacement) {
   // Pods (4 hosts = 8 endpoints each) stay whole: endpoints 0-15 on process 0, 16-31 on 1.
   EXPECT_EQ(owners[15], 0U);
   EXPECT_EQ(owners[16], 1U);
+  // The report counts the endpoints the ranks use, by the ranks' processes: the 20 ranks, not the
+  // 32 endpoints, and not endpoint e as if it were LP e.
+  std::vector<pdes::LpId> lp_of_endpoint(topology.num_endpoints(), std::numeric_limits<pdes::LpId>::max());
+  std::vector<std::uint32_t> ranks_on(2, 0);
+  for (std::uint32_t rank = 0; rank < 20; ++rank) {
+    lp_of_endpoint[placement.endpoint_of(rank)] = rank;
+    ++ranks_on[map.owner(rank)];
+  }
+  const pdes::ChannelTable channels;
+  const NetworkPartitionReport report =
+      report_network_partition(topology, "topology", map, channels, &lp_of_endpoint);
+  EXPECT_EQ(report.endpoints_per_process, ranks_on);
+  EXPECT_EQ(ranks_on[0] + ranks_on[1], 20U);
 }
 
 }  // namespace
