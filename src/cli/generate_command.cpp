@@ -157,6 +157,8 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
       "--shared-ffn", a->dimensions.shared_ffn,
       "Shared experts' inner width: a dense SwiGLU every token takes beside its routed experts (0: none)");
   llm->add_option("--top-k", a->dimensions.top_k, "Experts per token (default: the preset's, or 2)");
+  llm->add_flag("--tie-embeddings", a->dimensions.tie_embeddings,
+                "Tie the LM head to the embedding table (the Llama 3.2 presets are tied already)");
   llm->add_option("--ep", a->job.ep,
                   "Expert-parallel degree: experts spread over groups of this many data-parallel replicas")
       ->capture_default_str();

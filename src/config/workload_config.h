@@ -126,6 +126,7 @@ struct LlmWorkloadConfig {
   std::uint32_t experts = 0;
   std::uint32_t top_k = 0;
   std::uint32_t shared_ffn = 0;
+  bool tie_embeddings = false;
   std::uint32_t ep = 1;
   double capacity_factor = 1.0;
   std::uint32_t tp = 1;
@@ -170,6 +171,8 @@ struct LlmWorkloadConfig {
     v("top_k", top_k, "Experts per token; 0: the preset's (or 2).");
     v("shared_ffn", shared_ffn,
       "Shared experts' inner width (a dense SwiGLU beside the routed experts); 0: none.");
+    v("tie_embeddings", tie_embeddings,
+      "Tie the LM head to the embedding table (one parameter; the Llama 3.2 presets are tied already).");
     v("ep", ep, "Expert-parallel degree (groups of this many data-parallel replicas).", at_least(1));
     v("capacity_factor", capacity_factor, "Expert slots per device as a multiple of the balanced share.",
       positive());

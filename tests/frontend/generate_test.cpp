@@ -60,6 +60,7 @@ TEST(GenerateLlm, EveryCombinationOfOptionsWritesStagesTheFrontendReads) {
     }
     job.fp8 = (bits % 4) == 1 || (bits % 10) == 3;
     job.tp_comm_overlap = job.tp > 1 && job.sequence_parallel && (bits % 6) < 3;
+    job.model.tied_embeddings = !job.fsdp && (bits % 9) < 4;  // one stage and three, ZeRO-1, ZB-H1, FP8, ...
     // Hybrid sharding over 3 of the 6 replicas (dp 3 x cp 2) in some of the sharded combinations.
     job.shard_group = (job.zero || job.fsdp) && job.dp * job.cp == 6 && (bits % 11) < 6 ? 3 : 0;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
@@ -147,6 +148,11 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   EXPECT_EQ(facts(job).parameters, 405'853'388'800U);
   job.model = llm_preset("llama2-7b");
   EXPECT_EQ(facts(job).parameters, 6'738'415'616U);
+  // Llama 3.2 (tied embeddings: one table): 1.24 B and 3.21 B.
+  job.model = llm_preset("llama3.2-1b");
+  EXPECT_EQ(facts(job).parameters, 1'235'814'400U);
+  job.model = llm_preset("llama3.2-3b");
+  EXPECT_EQ(facts(job).parameters, 3'212'749'824U);
   // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Jiang et al. 2024); 8x22B: 141 B, 39 B.
   job.model = llm_preset("mixtral-8x7b");
   EXPECT_EQ(facts(job).parameters, 46'702'792'704U);
@@ -320,6 +326,11 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.zero = true;
   job.fsdp = true;
   refused(job, "--fsdp shards the optimizer state already: drop --distributed-optimizer");
+  job.zero = false;
+  job.model.tied_embeddings = true;
+  refused(job, "tied embeddings with --fsdp are not modelled");
+  job.fsdp = false;
+  EXPECT_NO_THROW(validate(job));
   job = tiny();  // sequence 16
   job.cp = 3;
   refused(job, "--seq 16 is not a multiple of 2 x --cp 3");

@@ -9,7 +9,8 @@
 # ring of collective permutes, or all-to-alls them to a head split (Ulysses), at the same FLOPs; FP8 linear layers read
 # one byte per operand element at the same FLOPs and shorten an 8B job's compute on H100; sequence parallelism turns each
 # tensor-parallel all-reduce into a reduce-scatter and an all-gather at the same GEMM FLOPs and
-# stashes less; Megatron's uneven pipeline split moves layers between stages; written as Chakra traces and run back it takes the same step (kernel times in whole
+# stashes less; Megatron's uneven pipeline split moves layers between stages; tied embeddings keep
+# one table (a copy on the last stage whose gradient is exchanged); written as Chakra traces and run back it takes the same step (kernel times in whole
 # microseconds aside); 1F1B stashes fewer activations than GPipe and full
 # recomputation fewer still, at a compute cost, and interleaving (virtual stages) idles less and
 # stashes more; ZB-H1 runs the same kernels as 1F1B in a shorter step, idling less, stage 0 stashing
@@ -44,6 +45,10 @@ gen zero "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --distributed-opti
 gen fsdp "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp
 gen nosync "${small[@]}" --dp 3 --tp 2 --pp 2 --micro-batches 4 --fsdp --no-sync
 gen cp "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1
+# Tied embeddings: on one stage (against the untied job) and over two (against flash).
+gen pp1 "${small[@]}" --dp 2 --tp 2 --micro-batches 4 --bucket-elements 1
+gen tied1 "${small[@]}" --dp 2 --tp 2 --micro-batches 4 --bucket-elements 1 --tie-embeddings
+gen tied2 "${small[@]}" --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --tie-embeddings
 # Context parallelism's other forms: the ring (cp 2 and, with tp 1, cp 4) and Ulysses (tp 1: the
 # heads split over cp), each against the all-gather form of the same layout.
 gen cp_p2p "${small[@]}" --dp 2 --cp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1 --cp-comm p2p
@@ -77,6 +82,8 @@ gen onef16 "${pipe[@]}" --micro-batches 16
 gen interleaved "${pipe[@]}" --micro-batches 8 --virtual-stages 2
 gen gpipe "${pipe[@]}" --micro-batches 8 --schedule gpipe
 gen zb "${pipe[@]}" --micro-batches 8 --schedule zb-h1
+gen zb_tied "${pipe[@]}" --micro-batches 8 --schedule zb-h1 --tie-embeddings --dp 2 --distributed-optimizer
+gen interleaved_tied "${pipe[@]}" --micro-batches 8 --virtual-stages 2 --tie-embeddings
 # ZB-H1 with tensor-parallel collectives in the weight passes (sequence parallelism's gathers)
 # and a data-parallel reduction that waits for the last weight pass, against 1F1B.
 gen onef_spzero "${pipe[@]}" --micro-batches 8 --tp 2 --sequence-parallel --dp 2 --distributed-optimizer
@@ -95,7 +102,7 @@ gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
 for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
-  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a; do
+  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -127,7 +134,8 @@ run nosync nosync
 run nosync nosync_np2 2
 run cp cp
 run cp cp_np2 2
-for name in cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a; do run "$name" "$name"; done
+for name in cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a pp1 tied1 tied2; do run "$name" "$name"; done
+run tied2 tied2_np2 2
 run cp_p2p cp_p2p_np2 2
 run cp_a2a cp_a2a_np2 2
 run seqpar seqpar
@@ -141,6 +149,7 @@ for name in onef onef16 gpipe recompute pipe_tp pipe_sp interleaved zb onef_spze
 run zb zb_np2 2
 run uneven uneven
 run uneven uneven_np2 2
+for name in zb_tied interleaved_tied; do run "$name" "$name"; run "$name" "${name}_np2" 2; done
 for name in tp4_sp tp4_overlap; do run "$name" "$name"; done
 run tp4_overlap tp4_overlap_np2 2
 for name in tp4_sp tp4_overlap; do
@@ -241,6 +250,8 @@ expect "unknown context-parallel form" 2 "--cp-comm" -- \
 expect "an uneven split that leaves layers over" 2 \
   "the 29 layers left by --first-stage-layers and --last-stage-layers do not split evenly over the other 2" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --first-stage-layers 1 --last-stage-layers 2 --out "$work/bad"
+expect "tied embeddings with FSDP" 2 "tied embeddings with --fsdp are not modelled" -- \
+  "$orrery" generate llm --model llama3.2-1b --dp 2 --fsdp --out "$work/bad"
 expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "interleaving with ZB-H1" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule zb-h1" -- \

@@ -452,12 +452,35 @@ for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
     assert interleaved[key] == load("interleaved_np2.summary")[key], key
 print(f"ok   interleaved 1F1B: idle {interleaved['idle_s'] * 1e3:.3f} ms against {onef['idle_s'] * 1e3:.3f} ms, "
       f"stage-0 stash {stash(interleaved) / 2**20:.1f} MiB against {stash(onef) / 2**20:.1f} MiB; -np 1 = -np 2")
+# Tied embeddings. On one stage the LM head is the embedding table: one parameter fewer (V/tp x H
+# per device, 14 bytes each), the same GEMM FLOPs. Over two stages the last stage holds a copy
+# (the same bytes as the untied head), and after the last backward the two stages exchange the
+# table's gradient (a send and a recv each, whole f32 gradients): -np 1 = -np 2. Also under ZB-H1
+# with ZeRO-1 and under interleaving (runs, one process = two).
+args = lambda s, stage: s["memory"][stage]["arguments_bytes"]
+untied1, tied1 = load("pp1.summary"), load("tied1.summary")
+assert args(untied1, 0) - args(tied1, 0) == 14 * v * H, (args(untied1, 0), args(tied1, 0))
+tied2 = load("tied2.summary")
+assert [args(tied2, st) for st in range(pp)] == [args(summary, st) for st in range(pp)]
+for s in range(pp):
+    t, f = load(f"tied2.inspect{s}"), load(f"flash.inspect{s}")
+    assert t["classes"]["gemm"]["flops"] == f["classes"]["gemm"]["flops"], (s, t["classes"]["gemm"], f["classes"]["gemm"])
+    tc, fc = t["communication_ops"], f["communication_ops"]
+    assert tc["stablehlo.send"] == fc["stablehlo.send"] + 1 and tc["stablehlo.recv"] == fc["stablehlo.recv"] + 1, (s, tc, fc)
+    assert tc["stablehlo.all_reduce"] == fc["stablehlo.all_reduce"], (s, tc, fc)
+for one, two in (("tied2", "tied2_np2"), ("zb_tied", "zb_tied_np2"), ("interleaved_tied", "interleaved_tied_np2")):
+    x, y = load(f"{one}.summary"), load(f"{two}.summary")
+    for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
+        assert x[key] == y[key], (one, key, x[key], y[key])
+print(f"ok   tied embeddings: {v * H:,} parameters per device fewer on one stage, the same GEMM FLOPs; over two "
+      "stages a copy whose gradient is exchanged (one more send and recv per stage); ZB-H1, interleaving; "
+      "-np 1 = -np 2")
+
 # Megatron's uneven split (one layer on the first and last stages, three on the middle two, against
 # 1F1B's even two): each stage's arguments differ from the even split's by 14 bytes per parameter of
 # the layers it gains or loses, one layer's worth each; -np 1 = -np 2.
 uneven = load("uneven.summary")
 assert load("uneven")["stage_layers"] == [1, 3, 3, 1], load("uneven")["stage_layers"]
-args = lambda s, stage: s["memory"][stage]["arguments_bytes"]
 per_layer = args(onef, 0) - args(uneven, 0)
 assert per_layer > 0 and per_layer % 14 == 0, per_layer
 assert [args(uneven, st) - args(onef, st) for st in range(4)] == [-per_layer, per_layer, per_layer, -per_layer]

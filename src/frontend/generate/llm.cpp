@@ -1721,13 +1721,15 @@ class StageWriter {
   std::string head_functions() {
     std::string text;
     const Value wn{"%final_norm", Type{{s_.h}, "bf16"}};
-    const Value wh{"%lm_head", Type{{s_.h, s_.v}, "bf16"}};
+    // Tied: the embedding table [v, h] in place of the head [h, v].
+    const Value wh{"%lm_head", tied() ? table_type() : Type{{s_.h, s_.v}, "bf16"}};
+    const std::uint64_t head_rows = tied() ? 1 : 0;  // wh's dimension that holds the width
     const Value labels{"%labels", index_type()};
     const Value y{"%y", local()};
     {
       Body body;
       const auto norm = body.call("rms_norm", {y, wn}, {local(), local_stats()});
-      const Value logits = body.convert(body.matmul(tp_gather(body, norm[0]), wh, 1, 0), "f32");
+      const Value logits = body.convert(body.matmul(tp_gather(body, norm[0]), wh, 1, head_rows), "f32");
       const Dims full{s_.n, s_.v};
       const Value max = tp_all_reduce(body, body.reduce(logits, {1}, "maximum"), "maximum");
       const Value shifted = body.sub(logits, body.broadcast(max, full, {0}));
@@ -1754,10 +1756,10 @@ class StageWriter {
           body.convert(body.mul(body.sub(probs, onehot(body, labels)),
                                 body.like(probs, fmt::format("{:e}", 1.0 / static_cast<double>(s_.n)))),
                        "bf16");
-      const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1));
+      const Value dnorm = tp_reduce(body, body.matmul(dlogits, wh, 1, 1 - head_rows));
       // Under sequence parallelism the norm's output is gathered again, as the layers do.
       const Value dhead = weight_grad(body, {normed, dlogits}, [this](Body& b, const std::vector<Value>& o) {
-        return b.matmul(tp_gather(b, o[0]), o[1], 0, 0);
+        return tied() ? b.matmul(o[1], tp_gather(b, o[0]), 0, 0) : b.matmul(tp_gather(b, o[0]), o[1], 0, 0);
       });
       const auto back = body.call("rms_norm_backward", {dnorm, y, rs, wn}, {local(), Type{{s_.h}, "bf16"}});
       deferring_ = nullptr;
@@ -1786,9 +1788,20 @@ class StageWriter {
     }
     if (last_) {
       out.push_back({"final_norm", {s_.h}, Holder::kReplicated});
-      out.push_back({"lm_head", {s_.h, s_.v}});
+      if (!tied()) {
+        out.push_back({"lm_head", {s_.h, s_.v}});
+      } else if (!first_) {
+        out.push_back({"embedding_copy", {s_.v, s_.h}});  // the first stage's table, tied
+      }
     }
     return out;
+  }
+
+  bool tied() const { return job_.model.tied_embeddings; }
+  // The tied embedding's gradient exchange between the first and the last stage: the channel from
+  // the first (`from_first`) or from the last, above every p2p_handle.
+  std::uint64_t tied_handle(bool from_first) const {
+    return 1 + 2ULL * job_.pp * job_.virtual_stages * job_.micro_batches + (from_first ? 0 : 1);
   }
 
   std::uint64_t p2p_handle(std::uint32_t from_stage, bool backward, std::uint32_t micro) const {
@@ -1957,7 +1970,15 @@ class StageWriter {
       // which would hold every microbatch's gradients until then.
       const Value g = body.convert(grad, grad_element);
       grads[param] = grads[param] ? body.barrier({body.add(*grads[param], g)})[0] : g;
-      if (++seen[param] == job_.micro_batches) {
+      // Tied on one stage, the embedding takes the lookup's and the head's gradients.
+      const std::uint32_t parts = tied() && first_ && last_ && param == 0 ? 2 : 1;
+      if (++seen[param] == parts * job_.micro_batches) {
+        if (tied() && !(first_ && last_) && stage_params[param].name.starts_with("embedding")) {
+          // Tied over stages: the first stage's table and the last stage's copy add their
+          // gradients (Megatron's embedding-group all-reduce: a send and a recv each way).
+          send(body, *grads[param], tied_handle(first_));
+          grads[param] = body.add(*grads[param], recv(body, grads[param]->type, tied_handle(!first_)));
+        }
         if (sp() && stage_params[param].holder == Holder::kReplicated) {
           replicated.push_back(param);  // summed over the tensor-parallel group first, at the end
         } else {
@@ -2084,7 +2105,8 @@ class StageWriter {
     std::vector<std::vector<std::vector<Value>>> pending(micro, std::vector<std::vector<Value>>(layers_));
     std::vector<std::vector<Value>> head_pending(micro);
     const std::size_t head_base = layer_base + layers_ * layer_param_count_;
-    const std::vector<std::size_t> head_unit{head_base, head_base + 1};
+    // Tied on one stage: the head reads the embedding (parameter 0).
+    const std::vector<std::size_t> head_unit{head_base, tied() && first_ ? 0 : head_base + 1};
     std::vector<Type> forward_results{local()};
     for (const Type& t : saved_types()) {
       forward_results.push_back(t);
@@ -2150,7 +2172,8 @@ class StageWriter {
           head_pending[m].assign(head.begin() + 1, head.end());
         } else {
           const auto head =
-              body.call("head_backward", args, {local(), Type{{s_.h}, "bf16"}, Type{{s_.h, s_.v}, "bf16"}});
+              body.call("head_backward", args,
+                        {local(), Type{{s_.h}, "bf16"}, tied() ? table_type() : Type{{s_.h, s_.v}, "bf16"}});
           dy = head[0];
           reduce_unit(head_unit, {head[1], head[2]});
         }
@@ -2424,6 +2447,9 @@ const std::vector<LlmModel>& llm_presets() {
       {"llama3-8b", 32, 4096, 32, 0, 8, 14336, 128256},
       {"llama3-70b", 80, 8192, 64, 0, 8, 28672, 128256},
       {"llama3-405b", 126, 16384, 128, 0, 8, 53248, 128256},
+      // Llama 3.2 1B and 3B (Meta's model cards, 2024): tied embeddings.
+      {"llama3.2-1b", 16, 2048, 32, 64, 8, 8192, 128256, 0, 0, 0, true},
+      {"llama3.2-3b", 28, 3072, 24, 128, 8, 8192, 128256, 0, 0, 0, true},
       // Mixtral (Jiang et al., "Mixtral of Experts", 2024, table 1): 8 experts, 2 per token.
       {"mixtral-8x7b", 32, 4096, 32, 0, 8, 14336, 32000, 8, 2},
       {"mixtral-8x22b", 56, 6144, 48, 0, 8, 16384, 32768, 8, 2},
@@ -2450,7 +2476,9 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
     fail("name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
   }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
-                       o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0;
+                       o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0 ||
+                       (o.tie_embeddings && !model.tied_embeddings);
+  model.tied_embeddings = model.tied_embeddings || o.tie_embeddings;
   auto apply = [](std::uint32_t& field, std::uint32_t value) {
     if (value != 0) {
       field = value;
@@ -2613,6 +2641,12 @@ void validate(const LlmJob& job) {
                       job.cp, m.heads / job.tp, m.kv_heads / job.tp));
     }
   }
+  if (m.tied_embeddings && job.fsdp) {
+    fail(
+        "tied embeddings with --fsdp are not modelled (the embedding and the LM head would share an FSDP "
+        "unit): "
+        "drop --fsdp or the tie");
+  }
   if (job.fsdp && job.zero) {
     fail("--fsdp shards the optimizer state already: drop --distributed-optimizer");
   }
@@ -2692,7 +2726,7 @@ void validate(const LlmJob& job) {
       }
     }
   }
-  if (2ULL * job.pp * job.virtual_stages * job.micro_batches >= 1'000'000'000ULL) {
+  if (2ULL * job.pp * job.virtual_stages * job.micro_batches + 2 >= 1'000'000'000ULL) {
     fail(
         "--pp x --virtual-stages x --micro-batches: too many point-to-point channels (2 x pp x virtual "
         "stages x "
@@ -2765,8 +2799,9 @@ LlmFacts facts(const LlmJob& job) {
   const std::uint64_t layer = attention + mlp + 2ULL * m.hidden;
   const std::uint64_t vocab = static_cast<std::uint64_t>(m.vocab) * m.hidden;
   LlmFacts out;
-  out.parameters = m.layers * layer + 2 * vocab + m.hidden;
-  out.active_parameters = m.layers * (attention + active_mlp + 2ULL * m.hidden) + 2 * vocab + m.hidden;
+  const std::uint64_t tables = m.tied_embeddings ? 1 : 2;  // the embedding and the LM head
+  out.parameters = m.layers * layer + tables * vocab + m.hidden;
+  out.active_parameters = m.layers * (attention + active_mlp + 2ULL * m.hidden) + tables * vocab + m.hidden;
   out.devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
   out.tokens_per_step = out.global_batch * job.seq;
@@ -2789,7 +2824,8 @@ LlmFacts facts(const LlmJob& job) {
       n += s.v * s.h;
     }
     if (stage + 1 == job.pp) {
-      n += s.h + s.h * s.v;
+      // Tied: one stage reads the embedding; with pipeline stages the last holds a copy.
+      n += s.h + (m.tied_embeddings && job.pp == 1 ? 0 : s.h * s.v);
     }
     out.stage_parameters.push_back(n);
   }

@@ -41,6 +41,10 @@ struct LlmModel {
   // Shared experts (DeepSeekMoE, Qwen-MoE, Llama 4): a dense SwiGLU MLP of this inner width that
   // every token takes beside its routed experts; 0: none.
   std::uint32_t shared_ffn = 0;
+  // Tied embeddings (Llama 3.2 1B and 3B, Gemma): the LM head is the embedding table's transpose,
+  // one parameter (with pipeline stages, the last stage holds a copy whose gradient is summed with
+  // the first stage's, as Megatron's embedding group does).
+  bool tied_embeddings = false;
   [[nodiscard]] bool moe() const { return experts > 0; }
   [[nodiscard]] std::uint32_t head_dimension() const { return head_dim != 0 ? head_dim : hidden / heads; }
 };
@@ -145,6 +149,7 @@ struct LlmJob {
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
   std::uint32_t experts = 0, top_k = 0, shared_ffn = 0;
+  bool tie_embeddings = false;  // true: tie them (a preset's ties stay)
 };
 LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides);
 
@@ -162,8 +167,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides)
 // does not divide or with more model chunks (pp x virtual stages) than layers; a sequence that 2 x cp does
 // not divide (the load-balanced split into 2 cp chunks); ring or Ulysses context parallelism with naive
 // attention, or Ulysses over a cp that does not divide each tensor-parallel device's heads and kv heads;
-// first or last stage layers with one stage, more than the model's layers, or leaving layers that the
-// other stages (or a stage's chunks) do not divide evenly.
+// tied embeddings with FSDP; first or last stage layers with one stage, more than the model's layers, or
+// leaving layers that the other stages (or a stage's chunks) do not divide evenly.
 void validate(const LlmJob& job);
 
 // Layers of each virtual stage (pp x virtual_stages of them): as even as possible, the first
