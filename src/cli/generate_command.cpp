@@ -159,6 +159,8 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--top-k", a->dimensions.top_k, "Experts per token (default: the preset's, or 2)");
   llm->add_flag("--tie-embeddings", a->dimensions.tie_embeddings,
                 "Tie the LM head to the embedding table (the Llama 3.2 presets are tied already)");
+  llm->add_flag("--untie-embeddings", a->dimensions.untie_embeddings,
+                "Give a tied preset (Llama 3.2) an LM head of its own");
   llm->add_option("--ep", a->job.ep,
                   "Expert-parallel degree: experts spread over groups of this many data-parallel replicas")
       ->capture_default_str();

@@ -127,6 +127,7 @@ struct LlmWorkloadConfig {
   std::uint32_t top_k = 0;
   std::uint32_t shared_ffn = 0;
   bool tie_embeddings = false;
+  bool untie_embeddings = false;
   std::uint32_t ep = 1;
   double capacity_factor = 1.0;
   std::uint32_t tp = 1;
@@ -173,6 +174,7 @@ struct LlmWorkloadConfig {
       "Shared experts' inner width (a dense SwiGLU beside the routed experts); 0: none.");
     v("tie_embeddings", tie_embeddings,
       "Tie the LM head to the embedding table (one parameter; the Llama 3.2 presets are tied already).");
+    v("untie_embeddings", untie_embeddings, "Give a tied preset (Llama 3.2) an LM head of its own.");
     v("ep", ep, "Expert-parallel degree (groups of this many data-parallel replicas).", at_least(1));
     v("capacity_factor", capacity_factor, "Expert slots per device as a multiple of the balanced share.",
       positive());

@@ -153,6 +153,11 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   EXPECT_EQ(facts(job).parameters, 1'235'814'400U);
   job.model = llm_preset("llama3.2-3b");
   EXPECT_EQ(facts(job).parameters, 3'212'749'824U);
+  ModelOverrides untie;
+  untie.untie_embeddings = true;
+  job.model = resolve_model("llama3.2-1b", untie);  // a head of its own: one more table
+  EXPECT_EQ(facts(job).parameters, 1'235'814'400U + 128256U * 2048U);
+  EXPECT_EQ(job.model.name, "llama3.2-1b (modified)");
   // Mixtral 8x7B: 46.7 B parameters, 12.9 B active (Jiang et al. 2024); 8x22B: 141 B, 39 B.
   job.model = llm_preset("mixtral-8x7b");
   EXPECT_EQ(facts(job).parameters, 46'702'792'704U);

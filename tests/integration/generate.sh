@@ -252,6 +252,8 @@ expect "an uneven split that leaves layers over" 2 \
   "$orrery" generate llm --model llama3-8b --pp 4 --first-stage-layers 1 --last-stage-layers 2 --out "$work/bad"
 expect "tied embeddings with FSDP" 2 "tied embeddings with --fsdp are not modelled" -- \
   "$orrery" generate llm --model llama3.2-1b --dp 2 --fsdp --out "$work/bad"
+expect "tying and untying at once" 2 "--tie-embeddings and --untie-embeddings contradict each other" -- \
+  "$orrery" generate llm --model llama3.2-1b --tie-embeddings --untie-embeddings --out "$work/bad"
 expect "interleaving with GPipe" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule gpipe" -- \
   "$orrery" generate llm --model llama3-8b --pp 4 --micro-batches 8 --virtual-stages 2 --schedule gpipe --out "$work/bad"
 expect "interleaving with ZB-H1" 2 "--virtual-stages: interleaving is a 1F1B schedule; drop --schedule zb-h1" -- \

@@ -1973,12 +1973,6 @@ class StageWriter {
       // Tied on one stage, the embedding takes the lookup's and the head's gradients.
       const std::uint32_t parts = tied() && first_ && last_ && param == 0 ? 2 : 1;
       if (++seen[param] == parts * job_.micro_batches) {
-        if (tied() && !(first_ && last_) && stage_params[param].name.starts_with("embedding")) {
-          // Tied over stages: the first stage's table and the last stage's copy add their
-          // gradients (Megatron's embedding-group all-reduce: a send and a recv each way).
-          send(body, *grads[param], tied_handle(first_));
-          grads[param] = body.add(*grads[param], recv(body, grads[param]->type, tied_handle(!first_)));
-        }
         if (sp() && stage_params[param].holder == Holder::kReplicated) {
           replicated.push_back(param);  // summed over the tensor-parallel group first, at the end
         } else {
@@ -2323,6 +2317,18 @@ class StageWriter {
     }
     reduce_open(open_dense);
     reduce_open(open_expert);
+    // Tied embeddings over stages: once the data-parallel reduction is done, the first stage's
+    // table and the last stage's copy add their gradients (what the device holds: whole, or its
+    // ZeRO-1 shard), as Megatron's finalize_model_grads all-reduces the embedding group after the
+    // data-parallel reduction: a send and a recv each way, device i to device i.
+    if (tied() && first_ != last_) {
+      for (std::size_t p = 0; p < stage_params.size(); ++p) {
+        if (stage_params[p].name.starts_with("embedding")) {
+          send(body, *grads[p], tied_handle(first_));
+          grads[p] = body.add(*grads[p], recv(body, grads[p]->type, tied_handle(!first_)));
+        }
+      }
+    }
     if (!reduced.empty()) {
       buckets.push_back(reduced);  // FSDP: reduce-scattered as they were computed
     }
@@ -2475,10 +2481,14 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   } else if (o.layers == 0 || o.hidden == 0 || o.heads == 0 || o.ffn == 0 || o.vocab == 0) {
     fail("name a --model preset, or give --layers, --hidden, --heads, --ffn and --vocab");
   }
+  if (o.tie_embeddings && o.untie_embeddings) {
+    fail("--tie-embeddings and --untie-embeddings contradict each other");
+  }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
                        o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0 ||
-                       (o.tie_embeddings && !model.tied_embeddings);
-  model.tied_embeddings = model.tied_embeddings || o.tie_embeddings;
+                       (o.tie_embeddings && !model.tied_embeddings) ||
+                       (o.untie_embeddings && model.tied_embeddings);
+  model.tied_embeddings = (model.tied_embeddings || o.tie_embeddings) && !o.untie_embeddings;
   auto apply = [](std::uint32_t& field, std::uint32_t value) {
     if (value != 0) {
       field = value;
@@ -2698,7 +2708,10 @@ void validate(const LlmJob& job) {
     }
   }
   if (job.first_stage_layers > 0 || job.last_stage_layers > 0) {
-    const char* which = job.first_stage_layers > 0 ? "--first-stage-layers" : "--last-stage-layers";
+    const char* which = job.first_stage_layers > 0 && job.last_stage_layers > 0
+                            ? "--first-stage-layers with --last-stage-layers"
+                        : job.first_stage_layers > 0 ? "--first-stage-layers"
+                                                     : "--last-stage-layers";
     if (job.pp < 2) {
       fail(fmt::format("{} needs --pp 2 or more", which));
     }

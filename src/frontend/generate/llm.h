@@ -149,7 +149,8 @@ struct LlmJob {
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
   std::uint32_t experts = 0, top_k = 0, shared_ffn = 0;
-  bool tie_embeddings = false;  // true: tie them (a preset's ties stay)
+  bool tie_embeddings = false;    // tie them
+  bool untie_embeddings = false;  // untie a tied preset's
 };
 LlmModel resolve_model(std::string_view preset, const ModelOverrides& overrides);
 
