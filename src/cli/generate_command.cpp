@@ -100,9 +100,10 @@ int generate_llm(GenerateArguments& a) {
   std::printf(
       "%s",
       fmt::format(
-          "{}: {} layers, width {}, {} heads of {} ({} kv), FFN {}, vocabulary {}: {:.4g} B parameters\n",
+          "{}: {} layers, width {}, {} heads of {} ({} kv), FFN {}, vocabulary {}{}: {:.4g} B parameters\n",
           job.model.name, job.model.layers, job.model.hidden, job.model.heads, job.model.head_dimension(),
-          job.model.kv_heads, job.model.ffn, job.model.vocab, static_cast<double>(facts.parameters) / 1e9)
+          job.model.kv_heads, job.model.ffn, job.model.vocab,
+          job.model.tied_embeddings ? " (tied embeddings)" : "", static_cast<double>(facts.parameters) / 1e9)
           .c_str());
   if (job.model.moe()) {
     std::printf(

@@ -656,7 +656,7 @@ class StageWriter {
              : cp_all_gather() ? ", context parallelism by key/value all-gathers"
                                : "") +
             (tp_overlap() ? ", tensor-parallel communication overlapped with the GEMMs" : "") +
-            (fp8() ? ", FP8 linear layers" : ""),
+            (fp8() ? ", FP8 linear layers" : "") + (tied() ? ", tied embeddings" : ""),
         moe() ? fmt::format(", {} experts of FFN {}, top {}, ep {}, {} slots per expert and device{}", s_.e,
                             s_.fe, s_.top, job_.ep, s_.c,
                             s_.fs > 0 ? fmt::format(", shared experts of FFN {}", job_.model.shared_ffn) : "")
