@@ -104,6 +104,12 @@ TEST(ScenarioErrors, WrongTypeAndOutOfRange) {
 }
 
 TEST(ScenarioErrors, UnknownEnumAndVariantKind) {
+  EXPECT_NE(error_of("simulation:\n  partition: metis\n")
+                .find("unknown partition 'metis' (known: auto, topology, programs, block, round-robin)"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of("workload:\n  llm: {model: llama3-8b, cp: 2, cp_comm: ring}\n").find("workload.llm.cp_comm"),
+      std::string::npos);
   EXPECT_NE(error_of("network:\n  model: fluid\n")
                 .find("network.model: unknown value 'fluid' (known: analytical, flow, packet)"),
             std::string::npos);
