@@ -184,6 +184,29 @@ const CustomCallEntry* find_custom_call(std::string_view target) {
   return nullptr;
 }
 
+// Whether a constant op's literal is one value repeated: `dense<1.0> : tensor<4x4xf32>`, a bare
+// scalar, or chlo.constant_like (always one value in its operand's shape). Element lists
+// (`dense<[...]>`), hex blobs (`dense<"0x...">`) and resources are materialised tensors.
+bool is_splat_literal(std::optional<std::string_view> text, std::string_view op_name) {
+  if (op_name == "chlo.constant_like") {
+    return true;
+  }
+  if (!text) {
+    return false;
+  }
+  std::string_view t = *text;
+  if (t.starts_with("dense_resource") || t.starts_with("sparse") || t.starts_with("array")) {
+    return false;
+  }
+  if (t.starts_with("dense<")) {
+    t.remove_prefix(6);
+  }
+  while (!t.empty() && t.front() == ' ') {
+    t.remove_prefix(1);
+  }
+  return !t.empty() && t.front() != '[' && t.front() != '"' && t.front() != '>';
+}
+
 }  // namespace
 
 std::string_view name(CostRole role) {
@@ -421,6 +444,13 @@ OpCounter::OpCounter(const Program& program, CountOptions options) : program_(pr
       facts.element = compute_element_type(types.element(types.members(id)[0]));
     }
   }
+  splat_.assign(program.op_count(), false);
+  for (workload::OpId id = 0; id < program.op_count(); ++id) {
+    const Op& op = program.op(id);
+    if (op.kind == OpKind::kConstant && program.result_types(op).size() == 1) {
+      splat_[id] = is_splat_literal(program.attribute(op, "value"), program.op_name(op));
+    }
+  }
 }
 
 std::uint64_t OpCounter::dimension(TypeId type, std::size_t index, std::uint8_t& flags) const {
@@ -458,7 +488,14 @@ std::uint64_t OpCounter::type_elements(TypeId type, std::uint8_t& flags) const {
 }
 
 std::uint64_t OpCounter::value_bytes(workload::ValueRef value, std::uint8_t& flags) const {
-  return type_bytes(program_.value_type(value), flags);
+  const TypeId type = program_.value_type(value);
+  if (value.is_op_result() && splat_[value.op()]) {
+    const TypeFacts& facts = types_[type];
+    if (facts.known && facts.elements > 1) {
+      return facts.bytes / facts.elements;
+    }
+  }
+  return type_bytes(type, flags);
 }
 
 std::uint64_t OpCounter::operand_bytes(const Op& op, std::uint8_t& flags) const {

@@ -116,7 +116,9 @@ class OpCounter {
   // strings keep their capacity.
   void count(workload::OpId id, OpCount& out) const;
 
-  // Bytes of a value's type (0, with kFlagUnknownSize in `flags`, when unknown).
+  // Bytes a kernel reads for a value: its type's (0, with kFlagUnknownSize in `flags`, when
+  // unknown), or one element's for a splat constant (one value repeated: XLA's algebraic
+  // simplifier makes it a broadcast of a scalar, which its readers' kernels fuse).
   [[nodiscard]] std::uint64_t value_bytes(workload::ValueRef value, std::uint8_t& flags) const;
   [[nodiscard]] std::uint64_t type_bytes(workload::TypeId type, std::uint8_t& flags) const;
   [[nodiscard]] std::uint64_t type_elements(workload::TypeId type, std::uint8_t& flags) const;
@@ -159,6 +161,7 @@ class OpCounter {
   const workload::Program& program_;
   CountOptions options_;
   std::vector<TypeFacts> types_;
+  std::vector<bool> splat_;  // per op: a constant of one repeated value
 };
 
 // The FLOPs of a convolution by the valid-position rule above, from the IR's dimension numbers.

@@ -519,6 +519,46 @@ TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
                        unfused[first(*p, OpKind::kConvert)].flops.value);
 }
 
+// Constants as kernel inputs: a splat (one value repeated, as generated programs and some exports
+// write `dense<2.0> : tensor<64x64xf32>`) is a scalar broadcast that XLA fuses, read as one
+// element; an element list, a hex blob and a resource are tensors in memory, read whole.
+constexpr const char* kConstants = R"(
+func.func @main(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %s = stablehlo.constant dense<2.000000e+00> : tensor<64x64xf32>
+  %m = stablehlo.multiply %x, %s : tensor<64x64xf32>
+  %l = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %lb = stablehlo.broadcast_in_dim %l, dims = [0] : (tensor<2xf32>) -> tensor<2x64xf32>
+  %h = stablehlo.constant dense<"0x0000803F00000040"> : tensor<2xf32>
+  %hb = stablehlo.broadcast_in_dim %h, dims = [0] : (tensor<2xf32>) -> tensor<2x64xf32>
+  %t = stablehlo.add %lb, %hb : tensor<2x64xf32>
+  %c = stablehlo.concatenate %m, %t, dim = 0 : (tensor<64x64xf32>, tensor<2x64xf32>) -> tensor<66x64xf32>
+  %r = stablehlo.slice %c [0:64, 0:64] : (tensor<66x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, ASplatConstantIsReadAsOneElementAndAListWhole) {
+  const auto p = parse(kConstants);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts unfused = cost_program(*p, model, {});
+  // x (16 KiB) and one f32 of the splat.
+  EXPECT_EQ(unfused[first(*p, OpKind::kMultiply)].bytes_read.count, 16384U + 4U);
+  // Each list's two f32s.
+  EXPECT_EQ(unfused[first(*p, OpKind::kBroadcastInDim)].bytes_read.count, 8U);
+  EXPECT_EQ(unfused[first(*p, OpKind::kBroadcastInDim, 1)].bytes_read.count, 8U);
+  // Fused, the same: x and the splat's element once, and both lists.
+  const RegionCosts costed = regions_of(kConstants);
+  ASSERT_NE(costed.program, nullptr);
+  std::uint64_t read = 0;
+  for (OpId id = 0; id < costed.program->op_count(); ++id) {
+    if (costed.costs[id].role == CostRole::kCompute) {
+      read += costed.costs[id].bytes_read.count;
+    }
+  }
+  EXPECT_EQ(read, 16384U + 4U + 8U + 8U);
+}
+
 // A batch norm's normalisation: rsqrt of the per-channel variance (64 evaluations), broadcast over
 // the activations (4096 elements). The kernel streams the activations like any elementwise kernel,
 // so it is not costed as a transcendental one (that class's bandwidth is fitted on activation
