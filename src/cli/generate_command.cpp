@@ -2,6 +2,7 @@
 // one StableHLO module per pipeline stage (DIR/stage_<s>.mlir) and a scenario that runs them
 // (DIR/scenario.yaml), and prints what was generated (docs/generate.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -140,9 +141,11 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   auto* llm = command->add_subcommand("llm",
                                       "A Llama-style decoder (dense or mixture of experts) trained with "
                                       "AdamW under tensor, pipeline, data and expert parallelism.");
-  llm->add_option(
-      "--model", a->model,
-      "Preset: llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, mixtral-8x22b");
+  std::vector<std::string> presets;
+  for (const gen::LlmModel& model : gen::llm_presets()) {
+    presets.push_back(model.name);
+  }
+  llm->add_option("--model", a->model, fmt::format("Preset: {}", fmt::join(presets, ", ")));
   llm->add_option("--layers", a->dimensions.layers, "Decoder layers");
   llm->add_option("--hidden", a->dimensions.hidden, "Model width");
   llm->add_option("--heads", a->dimensions.heads, "Attention heads");
@@ -158,6 +161,11 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
       "--shared-ffn", a->dimensions.shared_ffn,
       "Shared experts' inner width: a dense SwiGLU every token takes beside its routed experts (0: none)");
   llm->add_option("--top-k", a->dimensions.top_k, "Experts per token (default: the preset's, or 2)");
+  llm->add_option("--dense-layers", a->dimensions.dense_layers,
+                  "Mixture of experts: the first this many layers have a dense MLP (DeepSeekMoE's "
+                  "first_k_dense_replace; default: the preset's, 0)");
+  llm->add_option("--dense-ffn", a->dimensions.dense_ffn,
+                  "The dense first layers' SwiGLU inner width (default: the preset's, or --ffn)");
   llm->add_flag("--tie-embeddings", a->dimensions.tie_embeddings,
                 "Tie the LM head to the embedding table (the Llama 3.2 presets are tied already)");
   llm->add_flag("--untie-embeddings", a->dimensions.untie_embeddings,

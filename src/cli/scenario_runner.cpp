@@ -186,7 +186,8 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
     gen::LlmJob job;
     job.model = gen::resolve_model(
         c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads, c.ffn, c.vocab,
-                                     c.experts, c.top_k, c.shared_ffn, c.tie_embeddings, c.untie_embeddings});
+                                     c.experts, c.top_k, c.shared_ffn, c.dense_layers, c.dense_ffn,
+                                     c.tie_embeddings, c.untie_embeddings});
     job.ep = c.ep;
     job.capacity_factor = c.capacity_factor;
     job.tp = c.tp;

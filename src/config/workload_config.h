@@ -126,6 +126,8 @@ struct LlmWorkloadConfig {
   std::uint32_t experts = 0;
   std::uint32_t top_k = 0;
   std::uint32_t shared_ffn = 0;
+  std::uint32_t dense_layers = 0;
+  std::uint32_t dense_ffn = 0;
   bool tie_embeddings = false;
   bool untie_embeddings = false;
   std::uint32_t ep = 1;
@@ -159,7 +161,8 @@ struct LlmWorkloadConfig {
   template <class V>
   void fields(V& v) {
     v("model", model,
-      "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, mixtral-8x22b); "
+      "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, llama3.2-1b, llama3.2-3b, "
+      "mixtral-8x7b, mixtral-8x22b, deepseek-moe-16b); "
       "empty with `layers` 0: no generated job.");
     v("layers", layers, "Decoder layers; 0: the preset's.");
     v("hidden", hidden, "Model width; 0: the preset's.");
@@ -172,6 +175,11 @@ struct LlmWorkloadConfig {
     v("top_k", top_k, "Experts per token; 0: the preset's (or 2).");
     v("shared_ffn", shared_ffn,
       "Shared experts' inner width (a dense SwiGLU beside the routed experts); 0: none.");
+    v("dense_layers", dense_layers,
+      "Mixture of experts: the first this many layers have a dense MLP (DeepSeekMoE's "
+      "first_k_dense_replace); "
+      "0: the preset's.");
+    v("dense_ffn", dense_ffn, "The dense first layers' SwiGLU inner width; 0: the preset's (or ffn).");
     v("tie_embeddings", tie_embeddings,
       "Tie the LM head to the embedding table (one parameter; the Llama 3.2 presets are tied already).");
     v("untie_embeddings", untie_embeddings, "Give a tied preset (Llama 3.2) an LM head of its own.");

@@ -99,6 +99,9 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
     job.attention = (bits % 7 == 0) ? Attention::kNaive : Attention::kFlash;
     job.fp8 = (bits % 3) == 1;
     job.model.shared_ffn = (bits % 4) == 2 ? 64 : 0;
+    // Dense first layers (DeepSeekMoE's): one or two of the five, of their own width or --ffn's.
+    job.model.dense_layers = (bits % 6) == 4 ? 2 : ((bits % 6) == 5 ? 1 : 0);
+    job.model.dense_ffn = (bits % 6) == 4 ? 128 : 0;
     job.schedule = (bits % 5) == 3 ? PipelineSchedule::kZeroBubbleH1 : PipelineSchedule::kOneFOneB;
     job.tp_comm_overlap = job.tp > 1 && (bits % 3) != 1;
     // Hybrid sharding in pairs where 2 divides the devices holding the same experts too.
@@ -131,6 +134,28 @@ TEST(GenerateLlm, ExpertsShardOverTheExpertParallelGroup) {
   shared.model.shared_ffn = 128;
   EXPECT_EQ(facts(shared).parameters, f.parameters + 5 * 3 * 64 * 128);
   EXPECT_EQ(facts(shared).active_parameters, f.active_parameters + 5 * 3 * 64 * 128);
+  // Dense first layers: two layers with a dense MLP of width 160 in place of the router and
+  // experts (and the shared experts), on the first of two stages (3 and 2 layers).
+  LlmJob dense = shared;
+  dense.model.dense_layers = 2;
+  dense.model.dense_ffn = 160;
+  dense.pp = 2;
+  const std::uint64_t moe_mlp = 8 * expert + 64 * 8 + 3 * 64 * 128;
+  const std::uint64_t dense_mlp = 3 * 64 * 160;
+  EXPECT_EQ(facts(dense).parameters, facts(shared).parameters - 2 * moe_mlp + 2 * dense_mlp);
+  const std::uint64_t active_moe = 2 * expert + 64 * 8 + 3 * 64 * 128;
+  EXPECT_EQ(facts(dense).active_parameters, facts(shared).active_parameters - 2 * active_moe + 2 * dense_mlp);
+  const std::uint64_t moe_layer_device = attention + 2 * expert + 64 * 8 + 3 * 64 * 128 + 2 * 64;
+  const std::uint64_t dense_layer_device = attention + dense_mlp + 2 * 64;
+  EXPECT_EQ(facts(dense).stage_parameters[0], 2 * dense_layer_device + moe_layer_device + 50 * 64);
+  EXPECT_EQ(facts(dense).stage_parameters[1], 2 * moe_layer_device + 64 + 64 * 50);
+  // Interleaved (pp 2 x 2 chunks of 5 layers: 2, 1 | 1, 1): stage 0 holds layers 0, 1 and 3.
+  dense.virtual_stages = 2;
+  dense.micro_batches = 2;
+  EXPECT_EQ(facts(dense).stage_parameters[0], 2 * dense_layer_device + moe_layer_device + 50 * 64);
+  EXPECT_EQ(facts(dense).stage_parameters[1], 2 * moe_layer_device + 64 + 64 * 50);
+  dense.model.dense_layers = 3;  // layer 2 now dense too, on stage 1
+  EXPECT_EQ(facts(dense).stage_parameters[1], dense_layer_device + moe_layer_device + 64 + 64 * 50);
   // Model FLOPs count the experts a token uses, not all of them.
   const double tokens = 4.0 * 3 * 16;
   const double matmul = 5.0 * (attention + 2 * expert + 64 * 8) + 50 * 64;
@@ -165,6 +190,11 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   job.model = llm_preset("mixtral-8x22b");
   EXPECT_NEAR(static_cast<double>(facts(job).parameters), 140.6e9, 0.05e9);
   EXPECT_NEAR(static_cast<double>(facts(job).active_parameters), 39.2e9, 0.05e9);
+  // DeepSeekMoE 16B: 16.4 B parameters, 2.8 B active (Dai et al. 2024; 16.38 B on the released
+  // checkpoint's model card).
+  job.model = llm_preset("deepseek-moe-16b");
+  EXPECT_EQ(facts(job).parameters, 16'375'728'128U);
+  EXPECT_NEAR(static_cast<double>(facts(job).active_parameters), 2.8e9, 0.05e9);
 }
 
 TEST(GenerateLlm, ModelFlopsFollowTheMfuConvention) {
@@ -310,6 +340,21 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.tp = 2;
   job.sequence_parallel = true;
   refused(job, "--shared-ffn 63 is not a multiple of --tp 2");
+  job = tiny();
+  job.model.dense_layers = 1;
+  refused(job, "--dense-layers and --dense-ffn need --experts");
+  job.model.experts = 4;
+  job.model.top_k = 1;
+  job.model.dense_layers = 5;
+  refused(job, "--dense-layers 5 leaves no mixture-of-experts layer of the 5");
+  job.model.dense_layers = 0;
+  job.model.dense_ffn = 128;
+  refused(job, "--dense-ffn 128 needs --dense-layers");
+  job.model.dense_layers = 1;
+  job.model.dense_ffn = 127;
+  job.tp = 2;
+  job.sequence_parallel = true;
+  refused(job, "--dense-ffn 127 is not a multiple of --tp 2");
   job = tiny();
   job.model.experts = 8;
   job.model.top_k = 9;

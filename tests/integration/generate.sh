@@ -71,6 +71,8 @@ gen moe "${moe[@]}" --tp 2 --sequence-parallel
 gen moezero "${moe[@]}" --distributed-optimizer
 gen moecap "${moe[@]}" --tp 2 --sequence-parallel --capacity-factor 1.5
 gen moeshared "${moe[@]}" --tp 2 --sequence-parallel --shared-ffn 256
+# DeepSeekMoE's dense first layer: layer 0 a dense MLP of width 384, on the first stage.
+gen moedense "${moe[@]}" --tp 2 --sequence-parallel --dense-layers 1 --dense-ffn 384
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -101,7 +103,7 @@ gen tp4_overlap --model llama3-8b --layers 4 --tp 4 --sequence-parallel --pp 2 -
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared hsdpzero \
+for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared moedense hsdpzero \
   hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
@@ -173,6 +175,8 @@ run fp8 fp8_np2 2
 run fp8 fp8
 run moe moe
 run moe moe_np2 2
+run moedense moedense
+run moedense moedense_np2 2
 run moezero moezero
 
 # The same job generated when the scenario loads (workload.llm) runs exactly as the files do, and

@@ -377,6 +377,40 @@ print("ok   mixture of experts: router and expert GEMM FLOPs for capacity factor
       "experts, four all-to-alls of E x c x H bf16 per layer and microbatch, reductions and arguments as the "
       "closed forms")
 
+# Dense first layers (moedense: layer 0 of the 4 has a dense MLP of width 384, 192 per device, on
+# stage 0 beside MoE layer 1): that layer's GEMMs, sequence-parallel traffic (6 gathers and 4
+# scatters per layer and microbatch, against an MoE layer's 3 and 2) and six tensors are a dense
+# layer's; its stage has one MoE layer's all-to-alls; the arguments hold its dense MLP in place of
+# the router and the experts.
+fd = 384 // tp
+moe_layers, dense_layers = [1, 2], [1, 0]
+r = B * S // tp
+c = -(-r * top // E)
+md = load("moedense.summary")
+for s in range(pp):
+    j = load(f"moedense.inspect{s}")
+    last = s == pp - 1
+    attention_matmul = H * (a + 2 * k) * D + a * D * H
+    expected = (6 * (per_stage[s] * attention_matmul + (H * v if last else 0)) * tokens
+                + per_stage[s] * M * 14 * 0.5 * B * a * S * S * D
+                + moe_layers[s] * M * (6 * r * H * E + 6 * E * c * 3 * H * F)
+                + dense_layers[s] * 6 * tokens * 3 * H * fd)
+    got = j["classes"]["gemm"]["flops"]
+    assert abs(got - expected) <= 1e-9 * expected, (s, got, expected)
+    comm = j["communication_ops"]
+    assert comm.get("stablehlo.all_to_all") == 4 * moe_layers[s] * M, (s, comm)
+    assert comm.get("stablehlo.all_gather") == (3 * moe_layers[s] + 6 * dense_layers[s]) * M + (2 * M if last else M), (s, comm)
+    assert comm.get("stablehlo.reduce_scatter") == (2 * moe_layers[s] + 4 * dense_layers[s]) * M + M, (s, comm)
+    n = 7 * moe_layers[s] + 6 * dense_layers[s] + (1 if s == 0 else 0) + (2 if last else 0)
+    assert comm["stablehlo.all_reduce"] == n + 1 + (3 * M + 1 if last else 0), (s, comm)
+    moe_layer = 2 * H + attention_matmul + H * E + el * 3 * H * F
+    dense_layer = 2 * H + attention_matmul + 3 * H * fd
+    stage_params = moe_layers[s] * moe_layer + dense_layers[s] * dense_layer + (v * H if s == 0 else 0) + \
+        (H + H * v if last else 0)
+    assert md["memory"][s]["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, (s, md["memory"][s])
+print("ok   dense first layers: the dense layer's GEMM FLOPs, gathers, scatters, reductions and arguments, "
+      "all-to-alls for the MoE layers only")
+
 # ZeRO-1 with experts (tp 1, dp 4, ep 2): dense tensors' optimizer state sharded over the 4 replicas,
 # the experts' over the 2 devices holding the same experts.
 zm = load("moezero.summary")
@@ -395,7 +429,7 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("moedense", "moedense_np2"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
                  ("cp_a2a", "cp_a2a_np2"), ("fp8", "fp8_np2"),
                  ("hsdp", "hsdp_np2"), ("nosync", "nosync_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -423,7 +424,15 @@ struct Shape {
   // (the capacity), tokens per local expert (ep x c) and the experts' width.
   std::uint64_t e, el, top, c, t, fe;
   std::uint64_t fs;  // the shared experts' local width (tensor-parallel like a dense MLP); 0: none
+  std::uint64_t fd;  // a mixture-of-experts model's dense first layers' local FFN width
 };
+
+// The shape of a mixture-of-experts model's dense layers: no experts, the dense FFN width.
+Shape dense_shape(Shape s) {
+  s.e = s.el = s.top = s.c = s.t = s.fe = s.fs = 0;
+  s.f = s.fd;
+  return s;
+}
 
 Shape shape_of(const LlmJob& job) {
   const LlmModel& m = job.model;
@@ -454,6 +463,7 @@ Shape shape_of(const LlmJob& job) {
     s.fe = m.ffn;  // experts are not tensor-parallel: each holds its whole FFN
     s.fs = m.shared_ffn / job.tp;
   }
+  s.fd = m.dense_width() / job.tp;
   return s;
 }
 
@@ -618,6 +628,12 @@ class StageWriter {
     functions += norm_backward_function();
     functions += layer_forward_function();
     functions += layer_backward_function();
+    if (has_dense_layers()) {
+      as_dense([&] {
+        functions += layer_forward_function();
+        functions += layer_backward_function();
+      });
+    }
     if (first_) {
       functions += embed_functions();
     }
@@ -960,6 +976,46 @@ class StageWriter {
            function_text(w_name, false, w_arguments, w_body, w_results);
   }
   Split layer_split_, head_split_;
+  Split dense_split_;  // a mixture-of-experts model's dense layers'
+
+  // A mixture-of-experts model's dense first layers (LlmModel::dense_layers) have functions of
+  // their own (`dense_layer_forward`, ...), written in dense mode: s_ without experts and with the
+  // dense FFN width, moe() false.
+  bool dense_mode_ = false;
+  std::string layer_fn(std::string_view name) const {
+    return (dense_mode_ ? "dense_" : "") + std::string(name);
+  }
+  template <typename F>
+  void as_dense(F&& write) {
+    const Shape saved = s_;
+    s_ = dense_shape(s_);
+    dense_mode_ = true;
+    write();
+    dense_mode_ = false;
+    s_ = saved;
+  }
+  // Whether the stage's local layer `l` (over all its chunks) is one of the dense first layers of a
+  // mixture-of-experts model.
+  bool dense_local(std::uint32_t l) const {
+    for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
+      if (l >= chunk_local_base_[c] && l < chunk_local_base_[c] + chunk_layers_[c]) {
+        return job_.model.moe() && job_.model.dense_layer(chunk_first_layer_[c] + l - chunk_local_base_[c]);
+      }
+    }
+    return false;
+  }
+  bool has_dense_layers() const {
+    for (std::uint32_t l = 0; l < layers_; ++l) {
+      if (dense_local(l)) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // The parameters of local layer `l`.
+  std::vector<Param> local_layer_params(std::uint32_t l) const {
+    return layer_params(dense_local(l) ? dense_shape(s_) : s_);
+  }
 
   // What a linear layer keeps of its input for its weight gradient: the input, or its FP8 cast.
   Type kept(const Type& type) const { return fp8() ? Type{type.dims, kE4M3} : type; }
@@ -1277,7 +1333,7 @@ class StageWriter {
   }
 
   // Mixture of experts.
-  bool moe() const { return job_.model.moe(); }
+  bool moe() const { return job_.model.moe() && !dense_mode_; }
   std::uint64_t slots() const { return s_.e * s_.c; }  // dispatched rows per device: c per expert
   // What the experts' backward reads of their forward: the router's probabilities, each slot's
   // token, its flat (token, expert) index and its gate weight, the experts' inputs, gate and up
@@ -1485,7 +1541,7 @@ class StageWriter {
     if (projection_input_saved()) {
       results.push_back(ctx8);
     }
-    return function_text("layer_forward", false, arguments, body, results);
+    return function_text(layer_fn("layer_forward"), false, arguments, body, results);
   }
 
   // SwiGLU's backward: from the gradient of silu(gate) x up and the saved [gate | up] (their last
@@ -1644,10 +1700,10 @@ class StageWriter {
     results.insert(results.end(), mlp_grads.begin(), mlp_grads.end());
     deferring_ = nullptr;
     if (split_backward()) {
-      return split_function("layer_backward", "layer_weight_backward", arguments, body, results, 1, deferred,
-                            layer_split_);
+      return split_function(layer_fn("layer_backward"), layer_fn("layer_weight_backward"), arguments, body,
+                            results, 1, deferred, dense_mode_ ? dense_split_ : layer_split_);
     }
-    return function_text("layer_backward", false, arguments, body, results);
+    return function_text(layer_fn("layer_backward"), false, arguments, body, results);
   }
 
   Type index_type() const { return Type{{s_.n, 1}, "i32"}; }
@@ -1780,7 +1836,7 @@ class StageWriter {
     }
     for (std::uint32_t c = 0; c < job_.virtual_stages; ++c) {
       for (std::uint32_t l = 0; l < chunk_layers_[c]; ++l) {
-        for (const Param& p : layer_params(s_)) {
+        for (const Param& p : local_layer_params(chunk_local_base_[c] + l)) {
           out.push_back(
               {fmt::format("layer{}_{}", chunk_first_layer_[c] + l, p.name), p.dims, p.holder, p.linear});
         }
@@ -2085,8 +2141,8 @@ class StageWriter {
     };
     auto layer_unit = [&](std::uint32_t l) {
       std::vector<std::size_t> unit;
-      for (std::size_t p = 0; p < layer_param_count_; ++p) {
-        unit.push_back(layer_base + l * layer_param_count_ + p);
+      for (std::size_t p = 0; p < layer_param_count_[l]; ++p) {
+        unit.push_back(layer_base + layer_param_base_[l] + p);
       }
       return unit;
     };
@@ -2098,17 +2154,34 @@ class StageWriter {
     // weight gradients' operands), per layer and for the head.
     std::vector<std::vector<std::vector<Value>>> pending(micro, std::vector<std::vector<Value>>(layers_));
     std::vector<std::vector<Value>> head_pending(micro);
-    const std::size_t head_base = layer_base + layers_ * layer_param_count_;
+    const std::size_t head_base = layer_base + layer_param_base_[layers_];
     // Tied on one stage: the head reads the embedding (parameter 0).
     const std::vector<std::size_t> head_unit{head_base, tied() && first_ ? 0 : head_base + 1};
-    std::vector<Type> forward_results{local()};
-    for (const Type& t : saved_types()) {
-      forward_results.push_back(t);
-    }
-    std::vector<Type> backward_results{local()};
-    for (const Param& p : layer_params(s_)) {
-      backward_results.push_back(Type{p.dims, "bf16"});
-    }
+    // Per kind of layer (index 1: a mixture-of-experts model's dense layers): the functions' names
+    // and result types, and how a zero-bubble schedule splits the backward.
+    struct Kind {
+      std::string forward, backward, weight_backward;
+      std::vector<Type> forward_results, backward_results;
+      const Split* split;
+    };
+    std::array<Kind, 2> kinds;
+    const auto describe = [&](Kind& kind) {
+      kind.forward = layer_fn("layer_forward");
+      kind.backward = layer_fn("layer_backward");
+      kind.weight_backward = layer_fn("layer_weight_backward");
+      kind.forward_results = {local()};
+      for (const Type& t : saved_types()) {
+        kind.forward_results.push_back(t);
+      }
+      kind.backward_results = {local()};
+      for (const Param& p : layer_params(s_)) {
+        kind.backward_results.push_back(Type{p.dims, "bf16"});
+      }
+      kind.split = dense_mode_ ? &dense_split_ : &layer_split_;
+    };
+    describe(kinds[0]);
+    as_dense([&] { describe(kinds[1]); });
+    const auto kind_of = [&](std::uint32_t l) -> const Kind& { return kinds[dense_local(l) ? 1 : 0]; };
 
     // One unit of the schedule: microbatch m through model chunk c (virtual stage c x pp + stage).
     const std::uint32_t virtual_count = job_.pp * job_.virtual_stages;
@@ -2128,7 +2201,7 @@ class StageWriter {
         const auto w = whole(layer_unit(l), trigger);
         trigger = x;
         args.insert(args.end(), w.begin(), w.end());
-        const std::vector<Value> results = body.call("layer_forward", args, forward_results);
+        const std::vector<Value> results = body.call(kind_of(l).forward, args, kind_of(l).forward_results);
         if (job_.recompute == Recompute::kFull) {
           stash[m][l] = {x};
         } else {
@@ -2184,18 +2257,20 @@ class StageWriter {
           std::vector<Value> args{saved[0]};
           args.insert(args.end(), w.begin(), w.end());
           const std::vector<Value> again =
-              body.call("layer_forward", after_args(body, args, dy), forward_results);
+              body.call(kind_of(i).forward, after_args(body, args, dy), kind_of(i).forward_results);
           saved.assign(again.begin() + 1, again.end());
         }
         std::vector<Value> args{dy};
         args.insert(args.end(), w.begin(), w.end());
         args.insert(args.end(), saved.begin(), saved.end());
         if (split_backward()) {
-          const std::vector<Value> results = body.call("layer_backward", args, layer_split_.b_results);
+          const std::vector<Value> results =
+              body.call(kind_of(i).backward, args, kind_of(i).split->b_results);
           dy = results[0];
           pending[m][i].assign(results.begin() + 1, results.end());
         } else {
-          const std::vector<Value> results = body.call("layer_backward", args, backward_results);
+          const std::vector<Value> results =
+              body.call(kind_of(i).backward, args, kind_of(i).backward_results);
           dy = results[0];
           reduce_unit(layer_unit(i), std::vector<Value>(results.begin() + 1, results.end()));
         }
@@ -2215,7 +2290,7 @@ class StageWriter {
     // an unsplit backward does.
     auto weight = [&](std::uint32_t m) {
       std::vector<Value> outputs;
-      auto run = [&](const char* function, const Split& split, std::vector<Value>& left) {
+      auto run = [&](const std::string& function, const Split& split, std::vector<Value>& left) {
         const auto own = left.begin() + static_cast<std::ptrdiff_t>(split.b_gradients);
         std::vector<Value> operands(own, left.end());
         if (prior) {
@@ -2233,7 +2308,7 @@ class StageWriter {
         reduce_unit(head_unit, run("head_weight_backward", head_split_, head_pending[m]));
       }
       for (std::uint32_t i = layers_; i-- > 0;) {
-        reduce_unit(layer_unit(i), run("layer_weight_backward", layer_split_, pending[m][i]));
+        reduce_unit(layer_unit(i), run(kind_of(i).weight_backward, *kind_of(i).split, pending[m][i]));
       }
       // The next unit waits for every weight gradient of this one.
       prior = body.barrier(outputs)[0];
@@ -2435,7 +2510,22 @@ class StageWriter {
   std::string ring_pairs_;     // tp_ring_step's source_target_pairs, spelt once
   std::string cp_ring_pairs_;  // the context-parallel ring's
   std::string cp_ring_back_pairs_;  // and the other way round
-  std::size_t layer_param_count_ = layer_params(s_).size();
+  // Per local layer: its parameters' count and the index of its first among the stage's layer
+  // parameters (one more entry: the total).
+  std::vector<std::size_t> layer_param_count_ = [this] {
+    std::vector<std::size_t> out;
+    for (std::uint32_t l = 0; l < layers_; ++l) {
+      out.push_back(local_layer_params(l).size());
+    }
+    return out;
+  }();
+  std::vector<std::size_t> layer_param_base_ = [this] {
+    std::vector<std::size_t> out{0};
+    for (const std::size_t n : layer_param_count_) {
+      out.push_back(out.back() + n);
+    }
+    return out;
+  }();
 };
 
 }  // namespace
@@ -2459,6 +2549,10 @@ const std::vector<LlmModel>& llm_presets() {
       // Mixtral (Jiang et al., "Mixtral of Experts", 2024, table 1): 8 experts, 2 per token.
       {"mixtral-8x7b", 32, 4096, 32, 0, 8, 14336, 32000, 8, 2},
       {"mixtral-8x22b", 56, 6144, 48, 0, 8, 16384, 32768, 8, 2},
+      // DeepSeekMoE 16B (Dai et al., "DeepSeekMoE", 2024; the released deepseek-moe-16b-base
+      // configuration): 64 fine-grained experts of FFN 1,408, 6 per token, 2 shared experts (one
+      // dense MLP of 2 x 1,408), multi-head attention, and a dense first layer of FFN 10,944.
+      {"deepseek-moe-16b", 28, 2048, 16, 128, 16, 1408, 102400, 64, 6, 2816, false, 1, 10944},
   };
   return presets;
 }
@@ -2486,6 +2580,7 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
                        o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0 ||
+                       o.dense_layers != 0 || o.dense_ffn != 0 ||
                        (o.tie_embeddings && !model.tied_embeddings) ||
                        (o.untie_embeddings && model.tied_embeddings);
   model.tied_embeddings = (model.tied_embeddings || o.tie_embeddings) && !o.untie_embeddings;
@@ -2504,6 +2599,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   apply(model.experts, o.experts);
   apply(model.top_k, o.top_k);
   apply(model.shared_ffn, o.shared_ffn);
+  apply(model.dense_layers, o.dense_layers);
+  apply(model.dense_ffn, o.dense_ffn);
   if (model.experts > 0 && model.top_k == 0) {
     model.top_k = std::min<std::uint32_t>(2, model.experts);  // two experts per token unless told otherwise
   }
@@ -2590,6 +2687,21 @@ void validate(const LlmJob& job) {
   }
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
+  }
+  if ((m.dense_layers > 0 || m.dense_ffn > 0) && !m.moe()) {
+    fail(
+        fmt::format("--dense-layers and --dense-ffn need --experts (a mixture-of-experts model's dense first "
+                    "layers)"));
+  }
+  if (m.dense_ffn > 0 && m.dense_layers == 0) {
+    fail(fmt::format("--dense-ffn {} needs --dense-layers", m.dense_ffn));
+  }
+  if (m.moe() && m.dense_layers >= m.layers) {
+    fail(fmt::format("--dense-layers {} leaves no mixture-of-experts layer of the {}", m.dense_layers,
+                     m.layers));
+  }
+  if (m.moe() && m.dense_layers > 0 && m.dense_width() % job.tp != 0) {
+    fail(fmt::format("--dense-ffn {} is not a multiple of --tp {}", m.dense_width(), job.tp));
   }
   if (m.shared_ffn > 0 && !m.moe()) {
     fail(
@@ -2809,30 +2921,49 @@ LlmFacts facts(const LlmJob& job) {
   const std::uint64_t shared = 3ULL * m.hidden * m.shared_ffn;
   const std::uint64_t mlp = m.moe() ? m.experts * expert + router + shared : expert;
   const std::uint64_t active_mlp = m.moe() ? m.top_k * expert + router + shared : expert;  // per token
-  const std::uint64_t layer = attention + mlp + 2ULL * m.hidden;
+  // A mixture-of-experts model's dense first layers.
+  const std::uint64_t dense = m.moe() ? m.dense_layers : 0;
+  const std::uint64_t dense_mlp = 3ULL * m.hidden * m.dense_width();
   const std::uint64_t vocab = static_cast<std::uint64_t>(m.vocab) * m.hidden;
   LlmFacts out;
   const std::uint64_t tables = m.tied_embeddings ? 1 : 2;  // the embedding and the LM head
-  out.parameters = m.layers * layer + tables * vocab + m.hidden;
-  out.active_parameters = m.layers * (attention + active_mlp + 2ULL * m.hidden) + tables * vocab + m.hidden;
+  const std::uint64_t layer_params_total =
+      (m.layers - dense) * (attention + mlp) + dense * (attention + dense_mlp);
+  const std::uint64_t layer_active =
+      (m.layers - dense) * (attention + active_mlp) + dense * (attention + dense_mlp);
+  out.parameters = layer_params_total + m.layers * 2ULL * m.hidden + tables * vocab + m.hidden;
+  out.active_parameters = layer_active + m.layers * 2ULL * m.hidden + tables * vocab + m.hidden;
   out.devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
   out.tokens_per_step = out.global_batch * job.seq;
   // Per token: 2 FLOPs per multiply-add of every matmul (layers and LM head; the embedding is a
   // lookup), plus attention's QK^T and PV (2 * 2 * seq * heads * d per layer, the full square:
   // the causal mask is added, not skipped); backward twice forward.
-  const double per_token = 2.0 * static_cast<double>(m.layers * (attention + active_mlp) + vocab) +
+  const double per_token = 2.0 * static_cast<double>(layer_active + vocab) +
                            4.0 * static_cast<double>(m.layers) * job.seq * m.heads * d;
   // Recomputation is not counted (model FLOPs, not hardware FLOPs: PaLM's MFU definition).
   out.model_flops = 3.0 * per_token * static_cast<double>(out.tokens_per_step);
   const Shape s = shape_of(job);
-  const auto layers = stage_layers(job);
-  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
-    std::uint64_t n = 0;
-    for (const Param& p : layer_params(s)) {
-      n += elements(p.dims);
+  std::uint64_t moe_layer = 0;
+  std::uint64_t dense_layer = 0;
+  for (const Param& p : layer_params(s)) {
+    moe_layer += elements(p.dims);
+  }
+  for (const Param& p : layer_params(dense_shape(s))) {
+    dense_layer += elements(p.dims);
+  }
+  // Virtual stage c x pp + stage of each stage's chunks holds the model's layers from `first` on.
+  const auto virtual_layers = virtual_stage_layers(job);
+  std::vector<std::uint64_t> per_stage(job.pp, 0);
+  std::uint32_t first = 0;
+  for (std::size_t vs = 0; vs < virtual_layers.size(); ++vs) {
+    for (std::uint32_t l = first; l < first + virtual_layers[vs]; ++l) {
+      per_stage[vs % job.pp] += m.dense_layer(l) && m.moe() ? dense_layer : moe_layer;
     }
-    n *= layers[stage];
+    first += virtual_layers[vs];
+  }
+  for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+    std::uint64_t n = per_stage[stage];
     if (stage == 0) {
       n += s.v * s.h;
     }

@@ -45,7 +45,15 @@ struct LlmModel {
   // one parameter (with pipeline stages, the last stage holds a copy whose gradient is summed with
   // the first stage's, as Megatron's embedding group does).
   bool tied_embeddings = false;
+  // Dense first layers of a mixture-of-experts model (DeepSeekMoE's first_k_dense_replace): the
+  // first `dense_layers` layers have a dense SwiGLU MLP of width `dense_ffn` (0: `ffn`) in place of
+  // the experts, the router and the shared experts.
+  std::uint32_t dense_layers = 0;
+  std::uint32_t dense_ffn = 0;
   [[nodiscard]] bool moe() const { return experts > 0; }
+  // Whether layer `layer` (0-based, of the whole model) has a dense MLP.
+  [[nodiscard]] bool dense_layer(std::uint32_t layer) const { return !moe() || layer < dense_layers; }
+  [[nodiscard]] std::uint32_t dense_width() const { return dense_ffn != 0 ? dense_ffn : ffn; }
   [[nodiscard]] std::uint32_t head_dimension() const { return head_dim != 0 ? head_dim : hidden / heads; }
 };
 
@@ -148,7 +156,7 @@ struct LlmJob {
 // missing one of layers, hidden, heads, ffn and vocab.
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
-  std::uint32_t experts = 0, top_k = 0, shared_ffn = 0;
+  std::uint32_t experts = 0, top_k = 0, shared_ffn = 0, dense_layers = 0, dense_ffn = 0;
   bool tie_embeddings = false;    // tie them
   bool untie_embeddings = false;  // untie a tied preset's
 };
