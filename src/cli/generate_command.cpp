@@ -164,6 +164,17 @@ Action register_generate(CLI::App& app, const GlobalOptions& /*global*/) {
   llm->add_option("--dense-layers", a->dimensions.dense_layers,
                   "Mixture of experts: the first this many layers have a dense MLP (DeepSeekMoE's "
                   "first_k_dense_replace; default: the preset's, 0)");
+  llm->add_option("--kv-lora-rank", a->dimensions.kv_lora_rank,
+                  "Multi-head latent attention (DeepSeek-V2/V3): the key/value latent's width (default: the "
+                  "preset's, 0: none)");
+  llm->add_option("--q-lora-rank", a->dimensions.q_lora_rank,
+                  "Multi-head latent attention: the query latent's width (0: queries from the hidden state)");
+  llm->add_option(
+      "--rope-head-dim", a->dimensions.rope_head_dim,
+      "Multi-head latent attention: the rotary part of each query and key head (the shared rotary "
+      "key's width)");
+  llm->add_option("--v-head-dim", a->dimensions.v_head_dim,
+                  "Multi-head latent attention: the value head dimension (default: --head-dim)");
   llm->add_option("--dense-ffn", a->dimensions.dense_ffn,
                   "The dense first layers' SwiGLU inner width (default: the preset's, or --ffn)");
   llm->add_flag("--tie-embeddings", a->dimensions.tie_embeddings,

@@ -185,9 +185,10 @@ frontend::generate::LlmJob llm_job(const config::LlmWorkloadConfig& c) {
   try {
     gen::LlmJob job;
     job.model = gen::resolve_model(
-        c.model, gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads, c.ffn, c.vocab,
-                                     c.experts, c.top_k, c.shared_ffn, c.dense_layers, c.dense_ffn,
-                                     c.tie_embeddings, c.untie_embeddings});
+        c.model,
+        gen::ModelOverrides{c.layers, c.hidden, c.heads, c.head_dim, c.kv_heads, c.ffn, c.vocab, c.experts,
+                            c.top_k, c.shared_ffn, c.dense_layers, c.dense_ffn, c.kv_lora_rank, c.q_lora_rank,
+                            c.rope_head_dim, c.v_head_dim, c.tie_embeddings, c.untie_embeddings});
     job.ep = c.ep;
     job.capacity_factor = c.capacity_factor;
     job.tp = c.tp;

@@ -128,15 +128,15 @@ constexpr CustomCallEntry kCustomCalls[] = {
      Formula::kGemm},
     {{"__cublas$lt$matmul*", CostRole::kCompute, OpClass::kGemm, "GEMM, as __cublas$gemm"}, Formula::kGemm},
     {{"orrery.attention", CostRole::kCompute, OpClass::kGemm,
-      "fused (flash) attention forward, operands q [B, A, Sq, D], k and v [B, K, Sk, D]: the two GEMMs QK^T "
-      "and "
-      "PV as one of batch 2 B A, M = Sq, N = Sk c, K = D (c = 1/2 when backend_config says causal, else 1); "
-      "FLOPs = 4 B A Sq Sk D c"},
+      "fused (flash) attention forward, operands q [B, A, Sq, D], k [B, K, Sk, D] and v [B, K, Sk, Dv]: the "
+      "two "
+      "GEMMs QK^T and PV as one of batch 2 B A, M = Sq, N = Sk c, K = (D + Dv) / 2 (c = 1/2 when "
+      "backend_config says causal, else 1); FLOPs = 2 B A Sq Sk (D + Dv) c"},
      Formula::kAttention},
     {{"orrery.attention_backward", CostRole::kCompute, OpClass::kGemm,
       "fused (flash) attention backward, operands q, k, v as the forward's: five GEMMs (QK^T again, dP, dV, "
-      "dQ, "
-      "dK) as one of batch 5 B A, M = Sq, N = Sk c, K = D; FLOPs = 10 B A Sq Sk D c"},
+      "dQ, dK) as one of batch 5 B A, M = Sq, N = Sk c, K = (3 D + 2 Dv) / 5; FLOPs = 2 B A Sq Sk (3 D + 2 "
+      "Dv) c"},
      Formula::kAttentionBackward},
     {{"*getrf*", CostRole::kCompute, OpClass::kOther,
       "LU factorisation of each m x n matrix (m >= n after swapping): FLOPs = m n^2 - n^3 / 3"},
@@ -1219,13 +1219,21 @@ void OpCounter::count_custom_call(const Op& op, OpCount& out) const {
       const bool causal = config.find("causal") != std::string_view::npos;
       const std::uint64_t heads = dimension(a, 0, flags) * dimension(a, 1, flags);
       const std::uint64_t keys = dimension(k_type, 2, flags);
-      const std::uint64_t gemms = entry->formula == Formula::kAttention ? 2 : 5;
+      const bool forward = entry->formula == Formula::kAttention;
+      const std::uint64_t gemms = forward ? 2 : 5;
+      // The query/key head dimension, and the value's (v's last; multi-head latent attention's
+      // differ): QK^T and dQ, dK contract the first, PV, dP and dV the second.
+      const std::uint64_t dqk = dimension(a, 3, flags);
+      const TypeId v_type = operand_type(op, 2);
+      const std::uint64_t dv =
+          v_type != workload::kNoId && program_.types().rank(v_type) == 4 ? dimension(v_type, 3, flags) : dqk;
+      const std::uint64_t depth = forward ? dqk + dv : 3 * dqk + 2 * dv;  // summed over the GEMMs
       s.gemm = GemmShape{gemms * heads, dimension(a, 2, flags), causal ? (keys + 1) / 2 : keys,
-                         dimension(a, 3, flags)};
+                         (depth + gemms / 2) / gemms};
       s.elements = 0;
       s.element_type = operand_element(op);
-      s.flops = Flops{2.0 * static_cast<double>(s.gemm.batch) * static_cast<double>(s.gemm.m) *
-                      static_cast<double>(s.gemm.n) * static_cast<double>(s.gemm.k)};
+      s.flops = Flops{2.0 * static_cast<double>(heads) * static_cast<double>(s.gemm.m) *
+                      static_cast<double>(s.gemm.n) * static_cast<double>(depth)};
       return;
     }
     case Formula::kLu: {

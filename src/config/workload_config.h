@@ -128,6 +128,10 @@ struct LlmWorkloadConfig {
   std::uint32_t shared_ffn = 0;
   std::uint32_t dense_layers = 0;
   std::uint32_t dense_ffn = 0;
+  std::uint32_t kv_lora_rank = 0;
+  std::uint32_t q_lora_rank = 0;
+  std::uint32_t rope_head_dim = 0;
+  std::uint32_t v_head_dim = 0;
   bool tie_embeddings = false;
   bool untie_embeddings = false;
   std::uint32_t ep = 1;
@@ -162,7 +166,7 @@ struct LlmWorkloadConfig {
   void fields(V& v) {
     v("model", model,
       "Preset (llama3-100m, llama2-7b, llama3-8b, llama3-70b, llama3-405b, llama3.2-1b, llama3.2-3b, "
-      "mixtral-8x7b, mixtral-8x22b, deepseek-moe-16b); "
+      "mixtral-8x7b, mixtral-8x22b, deepseek-moe-16b, deepseek-v2-lite, deepseek-v3); "
       "empty with `layers` 0: no generated job.");
     v("layers", layers, "Decoder layers; 0: the preset's.");
     v("hidden", hidden, "Model width; 0: the preset's.");
@@ -180,6 +184,15 @@ struct LlmWorkloadConfig {
       "first_k_dense_replace); "
       "0: the preset's.");
     v("dense_ffn", dense_ffn, "The dense first layers' SwiGLU inner width; 0: the preset's (or ffn).");
+    v("kv_lora_rank", kv_lora_rank,
+      "Multi-head latent attention (DeepSeek-V2/V3): the key/value latent's width; 0: the preset's (none).");
+    v("q_lora_rank", q_lora_rank,
+      "Multi-head latent attention: the query latent's width; 0: the preset's (queries from the hidden "
+      "state).");
+    v("rope_head_dim", rope_head_dim,
+      "Multi-head latent attention: the rotary part of each query and key head; 0: the preset's.");
+    v("v_head_dim", v_head_dim,
+      "Multi-head latent attention: the value head dimension; 0: the preset's (or head_dim).");
     v("tie_embeddings", tie_embeddings,
       "Tie the LM head to the embedding table (one parameter; the Llama 3.2 presets are tied already).");
     v("untie_embeddings", untie_embeddings, "Give a tied preset (Llama 3.2) an LM head of its own.");

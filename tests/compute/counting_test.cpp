@@ -502,6 +502,22 @@ TEST(Counting, FusedAttentionIsItsGemms) {
   EXPECT_DOUBLE_EQ(c.ops[3].signature.flops.value, 0.0);
 }
 
+TEST(Counting, FusedAttentionWithValuesOfTheirOwnWidth) {
+  // Multi-head latent attention's shapes: q and k heads of 192, v heads of 128 (B A = 16).
+  const Counted c = count_all(function(
+      "%q: tensor<2x8x128x192xbf16>, %k: tensor<2x8x512x192xbf16>, %v: tensor<2x8x512x128xbf16>, "
+      "%do: tensor<2x8x128x128xbf16>",
+      R"(  %0:2 = stablehlo.custom_call @orrery.attention(%q, %k, %v) {backend_config = "causal"} : (tensor<2x8x128x192xbf16>, tensor<2x8x512x192xbf16>, tensor<2x8x512x128xbf16>) -> (tensor<2x8x128x128xbf16>, tensor<2x8x128xf32>)
+  %1:3 = stablehlo.custom_call @orrery.attention_backward(%q, %k, %v, %0#0, %0#1, %do) {backend_config = "causal"} : (tensor<2x8x128x192xbf16>, tensor<2x8x512x192xbf16>, tensor<2x8x512x128xbf16>, tensor<2x8x128x128xbf16>, tensor<2x8x128xf32>, tensor<2x8x128x128xbf16>) -> (tensor<2x8x128x192xbf16>, tensor<2x8x512x192xbf16>, tensor<2x8x512x128xbf16>))"));
+  ASSERT_EQ(c.ops.size(), 2U);
+  // Forward: QK^T over 192 and PV over 128: F = 2 * 16 * 128 * 256 * (192 + 128); K their mean.
+  EXPECT_EQ(c.ops[0].signature.gemm, (GemmShape{32, 128, 256, 160}));
+  EXPECT_DOUBLE_EQ(c.ops[0].signature.flops.value, 2.0 * 16 * 128 * 256 * 320);
+  // Backward: QK^T, dQ and dK over 192, dP and dV over 128: F = 2 * 16 * 128 * 256 * (3 * 192 + 2 * 128).
+  EXPECT_EQ(c.ops[1].signature.gemm, (GemmShape{80, 128, 256, 166}));
+  EXPECT_DOUBLE_EQ(c.ops[1].signature.flops.value, 2.0 * 16 * 128 * 256 * 832);
+}
+
 TEST(Counting, RolesOfFreeCommunicationAndOpaqueOps) {
   const Counted c = count_all(R"(
 module @m attributes {mhlo.num_partitions = 2 : i32} {

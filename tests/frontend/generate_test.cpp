@@ -116,6 +116,43 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
   EXPECT_EQ(programs, 96 + 48);
 }
 
+TEST(GenerateLlm, MultiHeadLatentAttentionOptionsWriteStagesTheFrontendReads) {
+  // MLA with and without a query latent, on dense and mixture-of-experts layers (dense first
+  // layers among them), with tensor parallelism with and without sequence parallelism, pipelining,
+  // ZB-H1, recomputation, ZeRO-1, FSDP and tensor-parallel communication overlap.
+  int programs = 0;
+  for (int bits = 0; bits < 64; ++bits) {
+    LlmJob job = tiny();  // 5 layers, width 64, 4 heads of 16
+    job.model.kv_heads = 4;
+    job.model.kv_lora_rank = 32;
+    job.model.rope_head_dim = 8;
+    job.model.v_head_dim = (bits & 1) != 0 ? 12 : 0;
+    job.model.q_lora_rank = (bits & 2) != 0 ? 48 : 0;
+    const bool moe = (bits & 4) != 0;
+    if (moe) {
+      job.model.experts = 4;
+      job.model.top_k = 2;
+      job.model.dense_layers = (bits & 8) != 0 ? 2 : 0;
+      job.dp = 2;
+      job.ep = 2;
+    }
+    job.tp = (bits & 16) != 0 ? 2 : 1;
+    job.sequence_parallel = job.tp > 1 && (moe || (bits & 8) != 0);
+    job.tp_comm_overlap = job.sequence_parallel && (bits % 3) == 0;
+    job.pp = (bits & 32) != 0 ? 2 : 1;
+    job.schedule = (bits % 5) == 1 ? PipelineSchedule::kZeroBubbleH1 : PipelineSchedule::kOneFOneB;
+    job.recompute = (bits % 7) == 2 ? Recompute::kFull : Recompute::kNone;
+    job.zero = (bits % 3) == 1 && job.dp > 1;
+    job.fsdp = (bits % 3) == 2 && job.dp > 1;
+    for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
+      const auto modules = stablehlo::testing::parse(stage_program(job, stage));
+      ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
+      ++programs;
+    }
+  }
+  EXPECT_EQ(programs, 64 + 32);
+}
+
 TEST(GenerateLlm, ExpertsShardOverTheExpertParallelGroup) {
   LlmJob job = tiny();  // 5 layers, width 64, 4 heads of 16, 2 kv heads, FFN 96, vocabulary 50
   job.model.experts = 8;
@@ -195,6 +232,15 @@ TEST(GenerateLlm, PresetsHaveTheirPublishedParameterCounts) {
   job.model = llm_preset("deepseek-moe-16b");
   EXPECT_EQ(facts(job).parameters, 16'375'728'128U);
   EXPECT_NEAR(static_cast<double>(facts(job).active_parameters), 2.8e9, 0.05e9);
+  // With multi-head latent attention: DeepSeek-V2-Lite 15.7 B (2.4 B active, counted there with
+  // one vocabulary table: 2.66 B here with both), DeepSeek-V3 671 B (37 B active) without its
+  // multi-token prediction module.
+  job.model = llm_preset("deepseek-v2-lite");
+  EXPECT_NEAR(static_cast<double>(facts(job).parameters), 15.7e9, 0.05e9);
+  EXPECT_NEAR(static_cast<double>(facts(job).active_parameters) - 102400.0 * 2048, 2.4e9, 0.1e9);
+  job.model = llm_preset("deepseek-v3");
+  EXPECT_NEAR(static_cast<double>(facts(job).parameters), 671e9, 0.5e9);
+  EXPECT_NEAR(static_cast<double>(facts(job).active_parameters), 37e9, 1e9);
 }
 
 TEST(GenerateLlm, ModelFlopsFollowTheMfuConvention) {
@@ -211,6 +257,20 @@ TEST(GenerateLlm, ModelFlopsFollowTheMfuConvention) {
   EXPECT_NEAR(facts(job).model_flops, expected, 1e-9 * expected);
   job.recompute = Recompute::kFull;
   EXPECT_NEAR(facts(job).model_flops, expected, 1e-9 * expected);
+  // Multi-head latent attention: attention's 2 x (query/key + value head dims) per head instead of
+  // 4 x the head dim, and every projection's parameters (here 2 layers, width 256, 8 heads of 32 +
+  // 16 rotary, values of 24, latents of 64 and 96).
+  LlmJob mla;
+  mla.model = resolve_model("", ModelOverrides{2, 256, 8, 32, 8, 512, 1000});
+  mla.model.kv_lora_rank = 64;
+  mla.model.q_lora_rank = 96;
+  mla.model.rope_head_dim = 16;
+  mla.model.v_head_dim = 24;
+  mla.seq = 128;
+  const double projections = 256.0 * 96 + 96 * 8 * 48 + 256.0 * (64 + 16) + 64 * 8 * (32 + 24) + 8 * 24 * 256;
+  const double per_token =
+      2 * (2 * (projections + 3 * 256.0 * 512) + 1000 * 256) + 2.0 * 2 * 128 * 8 * (48 + 24);
+  EXPECT_NEAR(facts(mla).model_flops, 3 * per_token * 128, 1e-9 * 3 * per_token * 128);
 }
 
 TEST(GenerateLlm, LayersSplitAsEvenlyAsPossibleFirstStagesTakingTheRest) {
@@ -355,6 +415,23 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.tp = 2;
   job.sequence_parallel = true;
   refused(job, "--dense-ffn 127 is not a multiple of --tp 2");
+  job = tiny();
+  job.model.rope_head_dim = 8;
+  refused(job, "--q-lora-rank, --rope-head-dim and --v-head-dim are multi-head latent attention's");
+  job.model.kv_lora_rank = 32;
+  refused(job, "--kv-heads 2 must equal --heads 4");
+  job.model.kv_heads = 4;
+  job.model.rope_head_dim = 7;
+  refused(job, "needs an even --rope-head-dim (given 7)");
+  job.model.rope_head_dim = 8;
+  job.attention = Attention::kNaive;
+  refused(job, "multi-head latent attention is written for flash attention");
+  job.attention = Attention::kFlash;
+  job.cp = 2;
+  refused(job, "without context parallelism");
+  job.cp = 1;
+  job.fp8 = true;
+  refused(job, "without --fp8");
   job = tiny();
   job.model.experts = 8;
   job.model.top_k = 9;

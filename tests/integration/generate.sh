@@ -73,6 +73,13 @@ gen moecap "${moe[@]}" --tp 2 --sequence-parallel --capacity-factor 1.5
 gen moeshared "${moe[@]}" --tp 2 --sequence-parallel --shared-ffn 256
 # DeepSeekMoE's dense first layer: layer 0 a dense MLP of width 384, on the first stage.
 gen moedense "${moe[@]}" --tp 2 --sequence-parallel --dense-layers 1 --dense-ffn 384
+# Multi-head latent attention (DeepSeek-V2/V3): keys and values from a latent of 64, rotary keys of
+# 16, values of 24 per head; with a query latent of 96 under sequence parallelism, and without one
+# under plain tensor parallelism and ZB-H1.
+mla=(--layers 4 --hidden 256 --heads 8 --kv-heads 8 --ffn 512 --vocab 1000 --seq 128 --kv-lora-rank 64
+     --rope-head-dim 16 --v-head-dim 24 --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1)
+gen mla "${mla[@]}" --sequence-parallel --q-lora-rank 96
+gen mla_nosp "${mla[@]}" --schedule zb-h1
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -104,7 +111,7 @@ gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
 for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared moedense hsdpzero \
-  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2; do
+  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2 mla mla_nosp; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -177,6 +184,10 @@ run moe moe
 run moe moe_np2 2
 run moedense moedense
 run moedense moedense_np2 2
+run mla mla
+run mla mla_np2 2
+run mla_nosp mla_nosp
+run mla_nosp mla_nosp_np2 2
 run moezero moezero
 
 # The same job generated when the scenario loads (workload.llm) runs exactly as the files do, and

@@ -411,6 +411,50 @@ for s in range(pp):
 print("ok   dense first layers: the dense layer's GEMM FLOPs, gathers, scatters, reductions and arguments, "
       "all-to-alls for the MoE layers only")
 
+# Multi-head latent attention (the small job's width, 8 heads: 4 per device, q/k head 32 + 16
+# rotary, values of 24; latents of 64 for keys and values, 96 for queries in `mla`, none in
+# `mla_nosp`). Per layer and microbatch, forward and backward (3 x each GEMM's forward FLOPs):
+# the down projections on the device's tokens (all of them without sequence parallelism), the up
+# projections and the output projection on all of them, and the attention core
+# B a S^2 (4 dqk + 3 dv) (forward 2 (dqk + dv), backward 2 (3 dqk + 2 dv), each over the causal
+# half). Sequence-parallel traffic per layer and microbatch: 9 gathers (the two latents and the
+# rotary key forward, regathered for the up projections' weight gradients; the MLP's and the
+# output projection's as in a dense layer) and 6 scatters (the up projections' input gradients
+# and the rotary key's among them); without it, 6 tensor-parallel all-reduces. Eleven tensors per
+# layer (nine without the query latent).
+dr, dv, kl = 16, 24, 64
+dqk = D + dr
+for name, ql, sp in (("mla", 96, True), ("mla_nosp", 0, False)):
+    n = B * S
+    r = n // tp if sp else n
+    mla_summary = load(f"{name}.summary")
+    for s in range(pp):
+        j = load(f"{name}.inspect{s}")
+        last = s == pp - 1
+        q_in = ql if ql else H
+        layer = (6 * r * H * (ql + kl + dr) + 6 * n * q_in * a * dqk + 6 * n * kl * a * (D + dv) + 6 * n * a * dv * H
+                 + B * a * S * S * (4 * dqk + 3 * dv) + 6 * n * 3 * H * f)
+        expected = M * (per_stage[s] * layer + (6 * n * H * v if last else 0))
+        got = j["classes"]["gemm"]["flops"]
+        assert abs(got - expected) <= 1e-9 * expected, (name, s, got, expected)
+        comm = j["communication_ops"]
+        tensors_mla = per_stage[s] * (11 if ql else 9) + (1 if s == 0 else 0) + (2 if last else 0)
+        if sp:
+            assert comm.get("stablehlo.all_gather") == 9 * per_stage[s] * M + (2 * M if last else M), (name, s, comm)
+            assert comm.get("stablehlo.reduce_scatter") == 6 * per_stage[s] * M + M, (name, s, comm)
+            assert comm["stablehlo.all_reduce"] == tensors_mla + 1 + (3 * M + 1 if last else 0), (name, s, comm)
+        else:
+            tp_reduces = 6 * per_stage[s] * M + (M if s == 0 else 0) + (4 * M + 1 if last else 0)
+            assert comm["stablehlo.all_reduce"] == tensors_mla + tp_reduces, (name, s, comm)
+            assert "stablehlo.all_gather" not in comm, (name, s, comm)
+        mla_layer = (2 * H + q_in * a * dqk + a * dv * H + 3 * H * f + H * (kl + dr) + kl + kl * a * (D + dv)
+                     + (H * ql + ql if ql else 0))
+        stage_params = per_stage[s] * mla_layer + (v * H if s == 0 else 0) + (H + H * v if last else 0)
+        assert mla_summary["memory"][s]["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, \
+            (name, s, mla_summary["memory"][s])
+print("ok   multi-head latent attention: GEMM FLOPs, gathers, scatters, all-reduces and arguments as the closed "
+      "forms, with and without a query latent and sequence parallelism")
+
 # ZeRO-1 with experts (tp 1, dp 4, ep 2): dense tensors' optimizer state sharded over the 4 replicas,
 # the experts' over the 2 devices holding the same experts.
 zm = load("moezero.summary")
@@ -429,7 +473,8 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("moedense", "moedense_np2"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("moedense", "moedense_np2"), ("mla", "mla_np2"),
+                 ("mla_nosp", "mla_nosp_np2"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
                  ("cp_a2a", "cp_a2a_np2"), ("fp8", "fp8_np2"),
                  ("hsdp", "hsdp_np2"), ("nosync", "nosync_np2")):
     x, y = load(f"{one}.summary"), load(f"{two}.summary")

@@ -425,6 +425,9 @@ struct Shape {
   std::uint64_t e, el, top, c, t, fe;
   std::uint64_t fs;  // the shared experts' local width (tensor-parallel like a dense MLP); 0: none
   std::uint64_t fd;  // a mixture-of-experts model's dense first layers' local FFN width
+  // Multi-head latent attention: the key/value and query latents' widths (kl 0: no MLA; ql 0: the
+  // queries come from the hidden state), the shared rotary key's width, the value head dim.
+  std::uint64_t kl, ql, dr, dv;
 };
 
 // The shape of a mixture-of-experts model's dense layers: no experts, the dense FFN width.
@@ -464,6 +467,12 @@ Shape shape_of(const LlmJob& job) {
     s.fs = m.shared_ffn / job.tp;
   }
   s.fd = m.dense_width() / job.tp;
+  if (m.mla()) {
+    s.kl = m.kv_lora_rank;
+    s.ql = m.q_lora_rank;
+    s.dr = m.rope_head_dim;
+    s.dv = m.v_head_dim != 0 ? m.v_head_dim : s.d;
+  }
   return s;
 }
 
@@ -485,6 +494,14 @@ std::vector<Param> layer_params(const Shape& s) {
                             {"wqkv", {s.h, s.q}, Holder::kDense, true},
                             {"wo", {s.a * s.d, s.h}, Holder::kDense, true},
                             {"mlp_norm", {s.h}, Holder::kReplicated}};
+  if (s.kl > 0) {
+    // Multi-head latent attention: the query projection (from the hidden state, or up from the
+    // query latent) and the output projection take the place of wqkv and wo; the latents' down
+    // projections and norms (whole on every tensor-parallel device, like the norms: Megatron's
+    // duplicated linears) and the key/value up projection come after the MLP's parameters.
+    params[1] = {"wq", {s.ql > 0 ? s.ql : s.h, s.a * (s.d + s.dr)}, Holder::kDense, true};
+    params[2] = {"wo", {s.a * s.dv, s.h}, Holder::kDense, true};
+  }
   if (s.e == 0) {
     params.push_back({"w_gate_up", {s.h, 2 * s.f}, Holder::kDense, true});
     params.push_back({"w_down", {s.f, s.h}, Holder::kDense, true});
@@ -495,6 +512,15 @@ std::vector<Param> layer_params(const Shape& s) {
     if (s.fs > 0) {
       params.push_back({"shared_gate_up", {s.h, 2 * s.fs}, Holder::kDense, true});
       params.push_back({"shared_down", {s.fs, s.h}, Holder::kDense, true});
+    }
+  }
+  if (s.kl > 0) {
+    params.push_back({"w_dkv", {s.h, s.kl + s.dr}, Holder::kReplicated, true});
+    params.push_back({"kv_norm", {s.kl}, Holder::kReplicated});
+    params.push_back({"w_ukv", {s.kl, s.a * (s.d + s.dv)}, Holder::kDense, true});
+    if (s.ql > 0) {
+      params.push_back({"w_dq", {s.h, s.ql}, Holder::kReplicated, true});
+      params.push_back({"q_norm", {s.ql}, Holder::kReplicated});
     }
   }
   return params;
@@ -783,12 +809,7 @@ class StageWriter {
     Body body;
     const Value x{"%x", local()};
     const Value w{"%w", Type{{s_.h}, "bf16"}};
-    const Value xf = body.convert(x, "f32");
-    const Value ss = body.reduce(body.mul(xf, xf), {1}, "add");
-    const Value mean = body.mul(ss, body.like(ss, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
-    const Value rs = body.unary("rsqrt", body.add(mean, body.like(mean, "1.000000e-05")));
-    const Value xn = body.mul(xf, body.broadcast(rs, {rows(), s_.h}, {0}));
-    const Value out = body.mul(body.convert(xn, "bf16"), body.broadcast(w, {rows(), s_.h}, {1}));
+    const auto [out, rs] = rms_norm_ops(body, x, w);
     if (cast) {
       return function_text("rms_norm_fp8", false, {x, w}, body, {cast8(body, out, kE4M3), rs});
     }
@@ -802,24 +823,42 @@ class StageWriter {
     const Value x{"%x", local()};
     const Value rs{"%rs", local_stats()};
     const Value w{"%w", Type{{s_.h}, "bf16"}};
-    const Value rsb = body.broadcast(rs, {rows(), s_.h}, {0});
+    const auto [dx, dw] = rms_norm_backward_ops(body, dout, x, rs, w);
+    return function_text("rms_norm_backward", false, {dout, x, rs, w}, body, {dx, dw});
+  }
+
+  // The ops of an RMSNorm of rows x (tokens, width), bf16 in and out with f32 statistics: (the
+  // output, rsqrt of each row's mean square); and of its backward: (dx, dw).
+  std::pair<Value, Value> rms_norm_ops(Body& body, const Value& x, const Value& w) {
+    const Dims& dims = x.type.dims;
+    const Value xf = body.convert(x, "f32");
+    const Value ss = body.reduce(body.mul(xf, xf), {1}, "add");
+    const Value mean = body.mul(ss, body.like(ss, fmt::format("{:e}", 1.0 / static_cast<double>(dims[1]))));
+    const Value rs = body.unary("rsqrt", body.add(mean, body.like(mean, "1.000000e-05")));
+    const Value xn = body.mul(xf, body.broadcast(rs, dims, {0}));
+    return {body.mul(body.convert(xn, "bf16"), body.broadcast(w, dims, {1})), rs};
+  }
+  std::pair<Value, Value> rms_norm_backward_ops(Body& body, const Value& dout, const Value& x,
+                                                const Value& rs, const Value& w) {
+    const Dims& dims = x.type.dims;
+    const Value rsb = body.broadcast(rs, dims, {0});
     const Value xn = body.mul(body.convert(x, "f32"), rsb);
     const Value df = body.convert(dout, "f32");
     const Value dw = body.convert(body.reduce(body.mul(df, xn), {0}, "add"), "bf16");
-    const Value dxn = body.mul(df, body.broadcast(body.convert(w, "f32"), {rows(), s_.h}, {1}));
+    const Value dxn = body.mul(df, body.broadcast(body.convert(w, "f32"), dims, {1}));
     const Value dot = body.reduce(body.mul(dxn, xn), {1}, "add");
-    const Value mean = body.mul(dot, body.like(dot, fmt::format("{:e}", 1.0 / static_cast<double>(s_.h))));
-    const Value centred = body.sub(dxn, body.mul(xn, body.broadcast(mean, {rows(), s_.h}, {0})));
-    const Value dx = body.convert(body.mul(centred, rsb), "bf16");
-    return function_text("rms_norm_backward", false, {dout, x, rs, w}, body, {dx, dw});
+    const Value mean = body.mul(dot, body.like(dot, fmt::format("{:e}", 1.0 / static_cast<double>(dims[1]))));
+    const Value centred = body.sub(dxn, body.mul(xn, body.broadcast(mean, dims, {0})));
+    return {body.convert(body.mul(centred, rsb), "bf16"), dw};
   }
 
   // Rotary embedding of (n, heads, d): x * cos + rotate_half(x) * sin; `inverse` applies the
   // transpose (the backward pass).
   Value rope(Body& body, const Value& x, bool inverse) {
-    const std::uint64_t half = s_.d / 2;
+    const std::uint64_t d = x.type.dims[2];
+    const std::uint64_t half = d / 2;
     const Value lo = body.slice(x, 2, 0, half);
-    const Value hi = body.slice(x, 2, half, s_.d);
+    const Value hi = body.slice(x, 2, half, d);
     const Value rotated = inverse ? body.concat({hi, body.unary("negate", lo)}, 2)
                                   : body.concat({body.unary("negate", hi), lo}, 2);
     const Value cosine = body.like(x, "5.000000e-01");
@@ -827,13 +866,13 @@ class StageWriter {
     return body.add(body.mul(x, cosine), body.mul(rotated, sine));
   }
 
-  // (n, heads * d) in token order -> (b, heads, s, d).
-  Value to_heads(Body& body, const Value& x, std::uint64_t heads) {
-    return body.transpose(body.reshape(x, {s_.b, s_.s, heads, s_.d}), {0, 2, 1, 3});
+  // (n, heads * d) in token order -> (b, heads, s, d); d: the head dimension (0: s_.d).
+  Value to_heads(Body& body, const Value& x, std::uint64_t heads, std::uint64_t d = 0) {
+    return body.transpose(body.reshape(x, {s_.b, s_.s, heads, d != 0 ? d : s_.d}), {0, 2, 1, 3});
   }
   // (b, heads, s, d) -> (n, heads, d).
   Value from_heads(Body& body, const Value& x, std::uint64_t heads) {
-    return body.reshape(body.transpose(x, {0, 2, 1, 3}), {s_.n, heads, s_.d});
+    return body.reshape(body.transpose(x, {0, 2, 1, 3}), {s_.n, heads, x.type.dims[3]});
   }
   // Grouped-query attention: (b, k, s, d) -> (b, a, s, d), each kv head serving g query heads.
   Value expand_kv(Body& body, const Value& x) {
@@ -1057,16 +1096,17 @@ class StageWriter {
     return body.all_to_all(x, groups_.cp, next_handle(), 2, 1);
   }
 
-  // The fused attention kernel, causal or over every key: (the output, like q; the log-sum-exp of
-  // each query's scores, (b, heads, queries) f32).
+  // The fused attention kernel, causal or over every key: (the output, q's shape with v's head
+  // dimension; the log-sum-exp of each query's scores, (b, heads, queries) f32).
   std::vector<Value> attention_kernel(Body& body, const Value& q, const Value& k, const Value& v,
                                       bool causal) {
     const Type lse{{q.type.dims[0], q.type.dims[1], q.type.dims[2]}, "f32"};
-    return body.ops({q.type, lse},
+    const Type out{{q.type.dims[0], q.type.dims[1], q.type.dims[2], v.type.dims[3]}, q.type.element};
+    return body.ops({out, lse},
                     fmt::format("stablehlo.custom_call @orrery.attention({}, {}, {}) {{backend_config = "
                                 "\"{}\"}} : ({}, {}, {}) -> ({}, {})",
                                 q.name, k.name, v.name, causal ? "causal" : "full", spell(q.type),
-                                spell(k.type), spell(v.type), spell(q.type), spell(lse)));
+                                spell(k.type), spell(v.type), spell(out), spell(lse)));
   }
   // Its backward: (dq, dk, dv) from q, k, v, the output, its log-sum-exp and the output's gradient.
   std::vector<Value> attention_backward_kernel(Body& body, const Value& q, const Value& k, const Value& v,
@@ -1279,6 +1319,10 @@ class StageWriter {
   // the naive path's probabilities.
   // Under Ulysses the kernel's operands, split by heads over the whole sequence.
   std::vector<Type> attention_saved_types() const {
+    if (mla()) {  // flash only: q and k of the query/key head dimension, v of the value one
+      const Type qk{{s_.b, s_.a, s_.s, qk_dim()}, "bf16"};
+      return {qk, qk, Type{{s_.b, s_.a, s_.s, s_.dv}, "bf16"}, Type{{s_.b, s_.a, s_.s}, "f32"}};
+    }
     const std::uint64_t split = ulysses() ? job_.cp : 1;
     const Type heads{{s_.b, s_.a / split, s_.s * split, s_.d}, "bf16"};
     const Type kv{{s_.b, s_.k / split, s_.s * split, s_.d}, "bf16"};
@@ -1306,7 +1350,7 @@ class StageWriter {
     // FP8 cast too, last; under Ulysses the kernel's output is split by heads and the projection
     // keeps its input too, last); naive keeps the projection's input (n, a * d), or its FP8 cast.
     const std::uint64_t split = ulysses() ? job_.cp : 1;
-    const Type context = flash() ? Type{{s_.b, s_.a / split, s_.s * split, s_.d}, "bf16"}
+    const Type context = flash() ? Type{{s_.b, s_.a / split, s_.s * split, v_dim()}, "bf16"}
                                  : kept(Type{{s_.n, s_.a * s_.d}, "bf16"});
     for (const Type& t : {context, local(), local_stats(), moe() ? local() : kept(local())}) {
       types.push_back(t);
@@ -1329,7 +1373,117 @@ class StageWriter {
     if (projection_input_saved()) {
       types.push_back(kept(Type{{s_.n, s_.a * s_.d}, "bf16"}));  // the output projection's input
     }
+    for (const Type& t : mla_saved_types()) {
+      types.push_back(t);
+    }
     return types;
+  }
+
+  // Multi-head latent attention (DeepSeek-V2 and V3; Megatron's MLASelfAttention). Per token the
+  // down projections (whole on every tensor-parallel device, on the device's own tokens under
+  // sequence parallelism, as Megatron's duplicated linears run) give the key/value latent and the
+  // shared rotary key, and with a query latent that one; each latent is normalised; the up
+  // projections are column-parallel over the heads, their inputs gathered first under sequence
+  // parallelism, and so is the rotary key. Each head's query is its non-rotary part and its
+  // rotated part, its key the non-rotary part from the latent and the shared rotary key, its value
+  // from the latent.
+  bool mla() const { return s_.kl > 0; }
+  std::uint64_t qk_dim() const { return s_.d + s_.dr; }
+  std::uint64_t v_dim() const { return mla() ? s_.dv : s_.d; }
+  // The index of w_dkv among a layer's weights (the latent parameters follow the MLP's).
+  std::size_t mla_index() const { return layer_params(s_).size() - (s_.ql > 0 ? 5 : 3); }
+  // What the backward reads of the latents, after everything else: the query latent, its norm's
+  // statistics and output (with a query latent), then the key/value latent's.
+  std::vector<Type> mla_saved_types() const {
+    std::vector<Type> types;
+    if (!mla()) {
+      return types;
+    }
+    for (const std::uint64_t width : {s_.ql, s_.kl}) {
+      if (width > 0) {
+        types.insert(types.end(),
+                     {Type{{rows(), width}, "bf16"}, local_stats(), Type{{rows(), width}, "bf16"}});
+      }
+    }
+    return types;
+  }
+  // The heads' q, k and v (b, heads, s, d) from the first norm's output, and what mla_saved_types
+  // names.
+  std::tuple<Value, Value, Value, std::vector<Value>> mla_forward(Body& body, const Value& n1,
+                                                                  const std::vector<Value>& w) {
+    const std::size_t m = mla_index();
+    std::vector<Value> saved;
+    Value q;
+    if (s_.ql > 0) {
+      const Value cq = body.matmul(n1, w[m + 3], 1, 0);
+      const auto [cqn, rs] = rms_norm_ops(body, cq, w[m + 4]);
+      saved = {cq, rs, cqn};
+      q = gather_linear(body, cqn, w[1], 0, kE4M3, kE4M3, false).first;
+    } else {
+      q = gather_linear(body, n1, w[1], 0, kE4M3, kE4M3, false).first;
+    }
+    const Value ckr = body.matmul(n1, w[m], 1, 0);  // the key/value latent and the rotary key
+    const Value ckv = body.slice(ckr, 1, 0, s_.kl);
+    const auto [ckvn, rs] = rms_norm_ops(body, ckv, w[m + 1]);
+    saved.insert(saved.end(), {ckv, rs, ckvn});
+    const Value kv = gather_linear(body, ckvn, w[m + 2], 0, kE4M3, kE4M3, false).first;
+    const Value kr = tp_gather(body, body.slice(ckr, 1, s_.kl, s_.kl + s_.dr));
+    const Value k_rope = body.reshape(rope(body, body.reshape(kr, {s_.n, 1, s_.dr}), false), {s_.n, s_.dr});
+    const Value q3 = body.reshape(q, {s_.n, s_.a, qk_dim()});
+    const Value q_all =
+        body.concat({body.slice(q3, 2, 0, s_.d), rope(body, body.slice(q3, 2, s_.d, qk_dim()), false)}, 2);
+    const Value kv3 = body.reshape(kv, {s_.n, s_.a, s_.d + s_.dv});
+    const Value k_all =
+        body.concat({body.slice(kv3, 2, 0, s_.d), body.broadcast(k_rope, {s_.n, s_.a, s_.dr}, {0, 2})}, 2);
+    const Value v_all = body.slice(kv3, 2, s_.d, s_.d + s_.dv);
+    return {to_heads(body, body.reshape(q_all, {s_.n, s_.a * qk_dim()}), s_.a, qk_dim()),
+            to_heads(body, body.reshape(k_all, {s_.n, s_.a * qk_dim()}), s_.a, qk_dim()),
+            to_heads(body, body.reshape(v_all, {s_.n, s_.a * s_.dv}), s_.a, s_.dv), saved};
+  }
+  // Its backward from the heads' gradients: the first norm output's gradient and the weight
+  // gradients of wq, then of the latent parameters in layer_params' order.
+  std::pair<Value, std::vector<Value>> mla_backward(Body& body, const Value& dq, const Value& dk,
+                                                    const Value& dv, const Value& n1,
+                                                    const std::vector<Value>& latents,
+                                                    const std::vector<Value>& w) {
+    const std::size_t m = mla_index();
+    const auto gathered_grad = [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
+    };
+    const auto local_grad = [](Body& b, const std::vector<Value>& o) { return b.matmul(o[0], o[1], 0, 0); };
+    const Value dq3 = from_heads(body, dq, s_.a);
+    const Value dq_all = body.reshape(
+        body.concat({body.slice(dq3, 2, 0, s_.d), rope(body, body.slice(dq3, 2, s_.d, qk_dim()), true)}, 2),
+        {s_.n, s_.a * qk_dim()});
+    const Value dk3 = from_heads(body, dk, s_.a);
+    const Value dkv = body.reshape(body.concat({body.slice(dk3, 2, 0, s_.d), from_heads(body, dv, s_.a)}, 2),
+                                   {s_.n, s_.a * (s_.d + s_.dv)});
+    // The shared rotary key: its heads' gradients summed, rotated back, reduced over the group.
+    const Value dk_rope = body.convert(
+        body.reduce(body.convert(body.slice(dk3, 2, s_.d, qk_dim()), "f32"), {1}, "add"), "bf16");
+    const Value dkr = tp_reduce(
+        body, body.reshape(rope(body, body.reshape(dk_rope, {s_.n, 1, s_.dr}), true), {s_.n, s_.dr}));
+    const std::size_t at = s_.ql > 0 ? 3 : 0;  // the key/value latent's saved values
+    const Value dckvn = linear_reduce(body, dkv, w[m + 2], 1, kE5M2, kE4M3);
+    const Value dw_ukv = weight_grad(body, {latents[at + 2], dkv}, gathered_grad);
+    const auto [dckv, dw_kv_norm] =
+        rms_norm_backward_ops(body, dckvn, latents[at], latents[at + 1], w[m + 1]);
+    const Value dckr = body.concat({dckv, dkr}, 1);
+    Value dn1 = body.matmul(dckr, w[m], 1, 1);
+    const Value dw_dkv = weight_grad(body, {n1, dckr}, local_grad);
+    std::vector<Value> grads;
+    if (s_.ql > 0) {
+      const Value dcqn = linear_reduce(body, dq_all, w[1], 1, kE5M2, kE4M3);
+      const Value dw_uq = weight_grad(body, {latents[2], dq_all}, gathered_grad);
+      const auto [dcq, dw_q_norm] = rms_norm_backward_ops(body, dcqn, latents[0], latents[1], w[m + 4]);
+      dn1 = body.add(dn1, body.matmul(dcq, w[m + 3], 1, 1));
+      const Value dw_dq = weight_grad(body, {n1, dcq}, local_grad);
+      grads = {dw_uq, dw_dkv, dw_kv_norm, dw_ukv, dw_dq, dw_q_norm};
+    } else {
+      dn1 = body.add(dn1, linear_reduce(body, dq_all, w[1], 1, kE5M2, kE4M3));
+      grads = {weight_grad(body, {n1, dq_all}, gathered_grad), dw_dkv, dw_kv_norm, dw_ukv};
+    }
+    return {dn1, grads};
   }
 
   // Mixture of experts.
@@ -1460,14 +1614,21 @@ class StageWriter {
     // Under FP8 the norm writes its output in FP8 (before the sequence-parallel gather: an FP8
     // gather), which is also what the backward pass keeps.
     const Value n1 = norm1[0];
-    const Value qkv = gather_linear(body, n1, w[1], 0, kE4M3, kE4M3, false).first;
-    const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
-    const Value k = rope(
-        body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}), false);
-    const Value v = body.reshape(body.slice(qkv, 1, (s_.a + s_.k) * s_.d, s_.q), {s_.n, s_.k, s_.d});
-    const Value qh = to_heads(body, body.reshape(q, {s_.n, s_.a * s_.d}), s_.a);
-    const Value kh = to_heads(body, body.reshape(k, {s_.n, s_.k * s_.d}), s_.k);
-    const Value vh = to_heads(body, body.reshape(v, {s_.n, s_.k * s_.d}), s_.k);
+    Value qh, kh, vh;
+    std::vector<Value> latents;  // multi-head latent attention: what its backward reads of them
+    if (mla()) {
+      std::tie(qh, kh, vh, latents) = mla_forward(body, n1, w);
+    } else {
+      const Value qkv = gather_linear(body, n1, w[1], 0, kE4M3, kE4M3, false).first;
+      const Value q = rope(body, body.reshape(body.slice(qkv, 1, 0, s_.a * s_.d), {s_.n, s_.a, s_.d}), false);
+      const Value k =
+          rope(body, body.reshape(body.slice(qkv, 1, s_.a * s_.d, (s_.a + s_.k) * s_.d), {s_.n, s_.k, s_.d}),
+               false);
+      const Value v = body.reshape(body.slice(qkv, 1, (s_.a + s_.k) * s_.d, s_.q), {s_.n, s_.k, s_.d});
+      qh = to_heads(body, body.reshape(q, {s_.n, s_.a * s_.d}), s_.a);
+      kh = to_heads(body, body.reshape(k, {s_.n, s_.k * s_.d}), s_.k);
+      vh = to_heads(body, body.reshape(v, {s_.n, s_.k * s_.d}), s_.k);
+    }
     const auto [kg, vg] = cp_gather_kv(body, kh, vh);
     Value context;
     Value kernel_out;  // the attention's output as its backward reads it
@@ -1504,7 +1665,7 @@ class StageWriter {
       context = body.dot(probs, vx, {0, 1}, {0, 1}, {3}, {2});
       core = {qh, kh, vh, probs};
     }
-    const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * s_.d});
+    const Value ctx = body.reshape(from_heads(body, context, s_.a), {s_.n, s_.a * v_dim()});
     const Value ctx8 = cast8(body, ctx, kE4M3);  // the output projection's input (FP8: its cast)
     const Value out = linear_reduce(body, ctx8, w[2], 0, kE4M3, kE4M3);
     const Value h = body.add(x, out);
@@ -1541,6 +1702,7 @@ class StageWriter {
     if (projection_input_saved()) {
       results.push_back(ctx8);
     }
+    results.insert(results.end(), latents.begin(), latents.end());
     return function_text(layer_fn("layer_forward"), false, arguments, body, results);
   }
 
@@ -1611,7 +1773,7 @@ class StageWriter {
     const Value ctx = !flash() ? saved[c]
                       : projection_input_saved()
                           ? saved.back()
-                          : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * s_.d});
+                          : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * v_dim()});
     std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
     Value dn2;
     if (moe()) {
@@ -1639,7 +1801,7 @@ class StageWriter {
     const Value dw_o = weight_grad(body, {ctx, dh_all}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
     });
-    const Value dcontext = to_heads(body, dctx, s_.a);
+    const Value dcontext = to_heads(body, dctx, s_.a, v_dim());
     Value dq, dk, dv;  // dk and dv per kv head
     const Value& out = saved[c];        // the attention's output (flash)
     const Value& stats = saved[c - 1];  // the core's last: flash's log-sum-exp, naive's probabilities
@@ -1678,6 +1840,37 @@ class StageWriter {
       dk = reduce_kv(body, body.dot(ds, qh, {0, 1}, {0, 1}, {2}, {2}));
       dv = reduce_kv(body, dvx);
     }
+    std::vector<Value> latent_grads;  // multi-head latent attention: its parameters' gradients
+    Value dn1, dw_qkv;
+    if (mla()) {
+      const auto latents = saved.end() - static_cast<std::ptrdiff_t>(mla_saved_types().size());
+      std::tie(dn1, latent_grads) =
+          mla_backward(body, dq, dk, dv, n1, std::vector<Value>(latents, saved.end()), w);
+    } else {
+      dn1 = qkv_backward(body, dq, dk, dv, n1, w[1], dw_qkv);
+    }
+    const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {local(), Type{{s_.h}, "bf16"}});
+    const Value dx = body.add(dh, norm1[0]);
+    std::vector<Value> arguments{dy};
+    arguments.insert(arguments.end(), w.begin(), w.end());
+    arguments.insert(arguments.end(), saved.begin(), saved.end());
+    std::vector<Value> results{dx, norm1[1], mla() ? latent_grads[0] : dw_qkv, dw_o, norm2[1]};
+    results.insert(results.end(), mlp_grads.begin(), mlp_grads.end());
+    if (mla()) {
+      results.insert(results.end(), latent_grads.begin() + 1, latent_grads.end());
+    }
+    deferring_ = nullptr;
+    if (split_backward()) {
+      return split_function(layer_fn("layer_backward"), layer_fn("layer_weight_backward"), arguments, body,
+                            results, 1, deferred, dense_mode_ ? dense_split_ : layer_split_);
+    }
+    return function_text(layer_fn("layer_backward"), false, arguments, body, results);
+  }
+
+  // The QKV projection's backward: the input gradient (reduced over the tensor-parallel group)
+  // from q's, k's and v's gradients per head, and (into `dw_qkv`) the weight gradient.
+  Value qkv_backward(Body& body, Value dq, Value dk, Value dv, const Value& n1, const Value& wqkv,
+                     Value& dw_qkv) {
     std::tie(dk, dv) = cp_scatter_kv(body, dk, dv);
     const Value dq_tokens = rope(body, from_heads(body, dq, s_.a), true);
     const Value dk_tokens = rope(body, from_heads(body, dk, s_.k), true);
@@ -1687,23 +1880,11 @@ class StageWriter {
          body.reshape(dv_tokens, {s_.n, s_.k * s_.d})},
         1);
     const Value dqkv8 = cast8(body, dqkv, kE5M2);
-    const Value dn1 = linear_reduce(body, dqkv8, w[1], 1, kE5M2, kE4M3);
-    const Value dw_qkv = weight_grad(body, {n1, dqkv8}, [this](Body& b, const std::vector<Value>& o) {
+    const Value dn1 = linear_reduce(body, dqkv8, wqkv, 1, kE5M2, kE4M3);
+    dw_qkv = weight_grad(body, {n1, dqkv8}, [this](Body& b, const std::vector<Value>& o) {
       return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
     });
-    const auto norm1 = body.call("rms_norm_backward", {dn1, x, rs1, w[0]}, {local(), Type{{s_.h}, "bf16"}});
-    const Value dx = body.add(dh, norm1[0]);
-    std::vector<Value> arguments{dy};
-    arguments.insert(arguments.end(), w.begin(), w.end());
-    arguments.insert(arguments.end(), saved.begin(), saved.end());
-    std::vector<Value> results{dx, norm1[1], dw_qkv, dw_o, norm2[1]};
-    results.insert(results.end(), mlp_grads.begin(), mlp_grads.end());
-    deferring_ = nullptr;
-    if (split_backward()) {
-      return split_function(layer_fn("layer_backward"), layer_fn("layer_weight_backward"), arguments, body,
-                            results, 1, deferred, dense_mode_ ? dense_split_ : layer_split_);
-    }
-    return function_text(layer_fn("layer_backward"), false, arguments, body, results);
+    return dn1;
   }
 
   Type index_type() const { return Type{{s_.n, 1}, "i32"}; }
@@ -2553,6 +2734,16 @@ const std::vector<LlmModel>& llm_presets() {
       // configuration): 64 fine-grained experts of FFN 1,408, 6 per token, 2 shared experts (one
       // dense MLP of 2 x 1,408), multi-head attention, and a dense first layer of FFN 10,944.
       {"deepseek-moe-16b", 28, 2048, 16, 128, 16, 1408, 102400, 64, 6, 2816, false, 1, 10944},
+      // DeepSeek-V2-Lite (DeepSeek-AI, "DeepSeek-V2", 2024, and its released configuration):
+      // DeepSeekMoE's experts with multi-head latent attention (a key/value latent of 512, rotary
+      // keys of 64, no query latent).
+      {"deepseek-v2-lite", 27, 2048, 16, 128, 16, 1408, 102400, 64, 6, 2816, false, 1, 10944, 512, 0, 64,
+       128},
+      // DeepSeek-V3 (DeepSeek-AI, "DeepSeek-V3 Technical Report", 2024): 61 layers of width 7168,
+      // 128 heads with a query latent of 1536, 256 experts of FFN 2048, 8 per token, one shared,
+      // the first 3 layers dense with FFN 18,432. Its multi-token prediction module is not written.
+      {"deepseek-v3", 61, 7168, 128, 128, 128, 2048, 129280, 256, 8, 2048, false, 3, 18432, 512, 1536, 64,
+       128},
   };
   return presets;
 }
@@ -2580,7 +2771,8 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   }
   const bool changed = o.layers != 0 || o.hidden != 0 || o.heads != 0 || o.head_dim != 0 || o.kv_heads != 0 ||
                        o.ffn != 0 || o.vocab != 0 || o.experts != 0 || o.top_k != 0 || o.shared_ffn != 0 ||
-                       o.dense_layers != 0 || o.dense_ffn != 0 ||
+                       o.dense_layers != 0 || o.dense_ffn != 0 || o.kv_lora_rank != 0 || o.q_lora_rank != 0 ||
+                       o.rope_head_dim != 0 || o.v_head_dim != 0 ||
                        (o.tie_embeddings && !model.tied_embeddings) ||
                        (o.untie_embeddings && model.tied_embeddings);
   model.tied_embeddings = (model.tied_embeddings || o.tie_embeddings) && !o.untie_embeddings;
@@ -2601,11 +2793,15 @@ LlmModel resolve_model(std::string_view preset, const ModelOverrides& o) {
   apply(model.shared_ffn, o.shared_ffn);
   apply(model.dense_layers, o.dense_layers);
   apply(model.dense_ffn, o.dense_ffn);
+  apply(model.kv_lora_rank, o.kv_lora_rank);
+  apply(model.q_lora_rank, o.q_lora_rank);
+  apply(model.rope_head_dim, o.rope_head_dim);
+  apply(model.v_head_dim, o.v_head_dim);
   if (model.experts > 0 && model.top_k == 0) {
     model.top_k = std::min<std::uint32_t>(2, model.experts);  // two experts per token unless told otherwise
   }
-  if (preset.empty() && o.kv_heads == 0) {
-    model.kv_heads = model.heads;  // multi-head attention unless told otherwise
+  if ((preset.empty() || model.mla()) && o.kv_heads == 0) {
+    model.kv_heads = model.heads;  // multi-head attention unless told otherwise; always under MLA
   }
   if (changed) {
     model.name = preset.empty() ? "custom" : std::string(preset) + " (modified)";
@@ -2687,6 +2883,28 @@ void validate(const LlmJob& job) {
   }
   if (m.ffn % job.tp != 0) {
     fail(fmt::format("--ffn {} is not a multiple of --tp {}", m.ffn, job.tp));
+  }
+  if (!m.mla() && (m.q_lora_rank > 0 || m.rope_head_dim > 0 || m.v_head_dim > 0)) {
+    fail(
+        "--q-lora-rank, --rope-head-dim and --v-head-dim are multi-head latent attention's: they need "
+        "--kv-lora-rank");
+  }
+  if (m.mla()) {
+    if (m.rope_head_dim == 0 || m.rope_head_dim % 2 != 0) {
+      fail(fmt::format("--kv-lora-rank: multi-head latent attention needs an even --rope-head-dim (given {})",
+                       m.rope_head_dim));
+    }
+    if (m.kv_heads != m.heads) {
+      fail(
+          fmt::format("--kv-lora-rank: multi-head latent attention gives every head its own key and value; "
+                      "--kv-heads {} must equal --heads {}",
+                      m.kv_heads, m.heads));
+    }
+    if (job.attention != Attention::kFlash || job.cp > 1 || job.fp8) {
+      fail(
+          "--kv-lora-rank: multi-head latent attention is written for flash attention without context "
+          "parallelism and without --fp8");
+    }
   }
   if ((m.dense_layers > 0 || m.dense_ffn > 0) && !m.moe()) {
     fail(
@@ -2914,8 +3132,22 @@ std::vector<std::uint32_t> stage_layers(const LlmJob& job) {
 LlmFacts facts(const LlmJob& job) {
   const LlmModel& m = job.model;
   const std::uint64_t d = m.head_dimension();
-  const std::uint64_t attention = static_cast<std::uint64_t>(m.hidden) * (m.heads + 2 * m.kv_heads) * d +
-                                  static_cast<std::uint64_t>(m.heads) * d * m.hidden;
+  std::uint64_t attention = static_cast<std::uint64_t>(m.hidden) * (m.heads + 2 * m.kv_heads) * d +
+                            static_cast<std::uint64_t>(m.heads) * d * m.hidden;
+  // Per head: query and key dimensions, value dimension.
+  std::uint64_t qk = d;
+  std::uint64_t dv = d;
+  std::uint64_t latent_norms = 0;
+  if (m.mla()) {
+    qk = d + m.rope_head_dim;
+    dv = m.v_head_dim != 0 ? m.v_head_dim : d;
+    const std::uint64_t h = m.hidden;
+    const std::uint64_t q =
+        m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * m.heads * qk : h * m.heads * qk;
+    attention =
+        q + h * (m.kv_lora_rank + m.rope_head_dim) + m.kv_lora_rank * m.heads * (d + dv) + m.heads * dv * h;
+    latent_norms = m.kv_lora_rank + m.q_lora_rank;
+  }
   const std::uint64_t expert = 3ULL * m.hidden * m.ffn;
   const std::uint64_t router = m.moe() ? static_cast<std::uint64_t>(m.hidden) * m.experts : 0;
   const std::uint64_t shared = 3ULL * m.hidden * m.shared_ffn;
@@ -2931,16 +3163,18 @@ LlmFacts facts(const LlmJob& job) {
       (m.layers - dense) * (attention + mlp) + dense * (attention + dense_mlp);
   const std::uint64_t layer_active =
       (m.layers - dense) * (attention + active_mlp) + dense * (attention + dense_mlp);
-  out.parameters = layer_params_total + m.layers * 2ULL * m.hidden + tables * vocab + m.hidden;
-  out.active_parameters = layer_active + m.layers * 2ULL * m.hidden + tables * vocab + m.hidden;
+  const std::uint64_t norms = m.layers * (2ULL * m.hidden + latent_norms);
+  out.parameters = layer_params_total + norms + tables * vocab + m.hidden;
+  out.active_parameters = layer_active + norms + tables * vocab + m.hidden;
   out.devices = static_cast<std::uint64_t>(job.dp) * job.cp * job.tp * job.pp;
   out.global_batch = static_cast<std::uint64_t>(job.dp) * job.micro_batch * job.micro_batches;
   out.tokens_per_step = out.global_batch * job.seq;
   // Per token: 2 FLOPs per multiply-add of every matmul (layers and LM head; the embedding is a
   // lookup), plus attention's QK^T and PV (2 * 2 * seq * heads * d per layer, the full square:
   // the causal mask is added, not skipped); backward twice forward.
-  const double per_token = 2.0 * static_cast<double>(layer_active + vocab) +
-                           4.0 * static_cast<double>(m.layers) * job.seq * m.heads * d;
+  const double per_token =
+      2.0 * static_cast<double>(layer_active + vocab) +
+      2.0 * static_cast<double>(m.layers) * job.seq * m.heads * static_cast<double>(qk + dv);
   // Recomputation is not counted (model FLOPs, not hardware FLOPs: PaLM's MFU definition).
   out.model_flops = 3.0 * per_token * static_cast<double>(out.tokens_per_step);
   const Shape s = shape_of(job);

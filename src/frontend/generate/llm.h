@@ -50,6 +50,16 @@ struct LlmModel {
   // the experts, the router and the shared experts.
   std::uint32_t dense_layers = 0;
   std::uint32_t dense_ffn = 0;
+  // Multi-head latent attention (DeepSeek-V2 and V3) when kv_lora_rank > 0: keys and values are
+  // projected up per head from a compressed latent of this width (normalised), beside a rotary key
+  // of `rope_head_dim` shared by every head; queries come from the hidden state, or with
+  // q_lora_rank > 0 from a compressed latent of that width. Each head's query and key have
+  // head_dim (no rotary embedding) + rope_head_dim elements, its value v_head_dim (0: head_dim).
+  std::uint32_t kv_lora_rank = 0;
+  std::uint32_t q_lora_rank = 0;
+  std::uint32_t rope_head_dim = 0;
+  std::uint32_t v_head_dim = 0;
+  [[nodiscard]] bool mla() const { return kv_lora_rank > 0; }
   [[nodiscard]] bool moe() const { return experts > 0; }
   // Whether layer `layer` (0-based, of the whole model) has a dense MLP.
   [[nodiscard]] bool dense_layer(std::uint32_t layer) const { return !moe() || layer < dense_layers; }
@@ -157,6 +167,7 @@ struct LlmJob {
 struct ModelOverrides {
   std::uint32_t layers = 0, hidden = 0, heads = 0, head_dim = 0, kv_heads = 0, ffn = 0, vocab = 0;
   std::uint32_t experts = 0, top_k = 0, shared_ffn = 0, dense_layers = 0, dense_ffn = 0;
+  std::uint32_t kv_lora_rank = 0, q_lora_rank = 0, rope_head_dim = 0, v_head_dim = 0;
   bool tie_embeddings = false;    // tie them
   bool untie_embeddings = false;  // untie a tied preset's
 };
