@@ -83,6 +83,16 @@ CASES = [
     ("mixtral-8x22b, tp 8 (SP) x pp 8 (2 chunks) x dp 16 (ZeRO-1), ep 8, 1,024 GPUs",
      ["--model", "mixtral-8x22b", "--tp", "8", "--sequence-parallel", "--pp", "8", "--virtual-stages", "2",
       "--dp", "16", "--ep", "8", "--micro-batches", "32", "--seq", "4096", "--distributed-optimizer"], [], 1),
+    ("deepseek-moe-16b (a dense first layer, 64 experts, 6 per token, shared experts), dp 32 (ZeRO-1), ep 8, "
+     "256 GPUs",
+     ["--model", "deepseek-moe-16b", "--dp", "32", "--ep", "8", "--distributed-optimizer", "--micro-batches", "8",
+      "--seq", "4096"], [], 1),
+    ("deepseek-v2-lite (as the row above with multi-head latent attention, 27 layers)",
+     ["--model", "deepseek-v2-lite", "--dp", "32", "--ep", "8", "--distributed-optimizer", "--micro-batches", "8",
+      "--seq", "4096"], [], 1),
+    ("deepseek-v3, pp 16 x dp 128 (ZeRO-1), ep 64, full recomputation, 2,048 GPUs",
+     ["--model", "deepseek-v3", "--pp", "16", "--dp", "128", "--ep", "64", "--distributed-optimizer",
+      "--recompute", "full", "--micro-batches", "32", "--seq", "4096"], [], 1),
 ]
 
 
