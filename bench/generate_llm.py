@@ -4,7 +4,10 @@ on the generated scenario, one or two MPI processes. Prints a markdown table: ge
 simulation wall time and peak RSS (of the run), events, the predicted step time and the model
 FLOP rate per device it implies (model FLOPs of the step / step time / devices).
 
-Usage: bench/generate_llm.py [--orrery build/release/orrery] [--quick] [--only TEXT]
+Usage: bench/generate_llm.py [--orrery build/release/orrery] [--quick] [--only TEXT] [--keep DIR]
+
+--keep DIR keeps each case's `--summary-json` as DIR/<case number>.json (the compute, exposed
+communication, idle and memory figures the notes in bench/RESULTS.md quote).
 """
 import argparse
 import json
@@ -101,7 +104,10 @@ def main():
     parser.add_argument("--orrery", default=os.path.join(ROOT, "build/release/orrery"))
     parser.add_argument("--quick", action="store_true", help="the first two cases only")
     parser.add_argument("--only", help="the cases whose name contains this text")
+    parser.add_argument("--keep", help="a directory for each case's summary JSON")
     args = parser.parse_args()
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
     cases = CASES[:2] if args.quick else CASES
     if args.only:
         cases = [case for case in cases if args.only in case[0]]
@@ -109,7 +115,7 @@ def main():
     print("| job | processes | generate s | run wall s | peak RSS MB | events | step time s | model TFLOP/s per GPU |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as work:
-        for name, gen_args, overrides, processes in cases:
+        for number, (name, gen_args, overrides, processes) in enumerate(cases, 1):
             out = os.path.join(work, name.split(",")[0])
             started = time.perf_counter()
             facts = json.loads(subprocess.run([args.orrery, "generate", "llm", *gen_args, "--out", out, "--json"],
@@ -131,6 +137,9 @@ def main():
             wall = time.perf_counter() - started
             with open(summary) as f:
                 s = json.load(f)
+            if args.keep:
+                with open(os.path.join(args.keep, f"{number}.json"), "w") as f:
+                    json.dump({"name": name, **s}, f, indent=1)
             rate = facts["model_flops"] / s["step_time_s"] / facts["devices"] / 1e12
             print(f"| {name} | {processes} | {generate_s:.2f} | {wall:.1f} | {rss / 1024:.0f} | {s['events']:,} | "
                   f"{s['step_time_s']:.3f} | {rate:.0f} |", flush=True)
