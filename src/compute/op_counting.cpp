@@ -488,20 +488,32 @@ std::uint64_t OpCounter::type_elements(TypeId type, std::uint8_t& flags) const {
 }
 
 std::uint64_t OpCounter::value_bytes(workload::ValueRef value, std::uint8_t& flags) const {
-  const TypeId type = program_.value_type(value);
-  if (value.is_op_result() && splat_[value.op()]) {
-    const TypeFacts& facts = types_[type];
+  return type_bytes(program_.value_type(value), flags);
+}
+
+bool OpCounter::fuses_broadcasts(OpKind reader) {
+  switch (workload::op_category(reader)) {
+    case workload::OpCategory::kElementwise: return true;
+    case workload::OpCategory::kDataMovement: return reader != OpKind::kSort;
+    case workload::OpCategory::kReduction: return reader == OpKind::kReduce || reader == OpKind::kReduceWindow;
+    default: return false;
+  }
+}
+
+std::uint64_t OpCounter::read_bytes(workload::ValueRef value, OpKind reader, std::uint8_t& flags) const {
+  if (value.is_op_result() && splat_[value.op()] && fuses_broadcasts(reader)) {
+    const TypeFacts& facts = types_[program_.value_type(value)];
     if (facts.known && facts.elements > 1) {
       return facts.bytes / facts.elements;
     }
   }
-  return type_bytes(type, flags);
+  return value_bytes(value, flags);
 }
 
 std::uint64_t OpCounter::operand_bytes(const Op& op, std::uint8_t& flags) const {
   std::uint64_t total = 0;
   for (const workload::ValueRef v : program_.operands(op)) {
-    total += value_bytes(v, flags);
+    total += read_bytes(v, op.kind, flags);
   }
   return total;
 }
@@ -583,7 +595,9 @@ CostRole OpCounter::role(OpId id) const {
     case OpCategory::kElementwise:
       if (op.kind == OpKind::kBitcastConvert) {
         std::uint8_t flags = 0;
-        return operand_bytes(op, flags) == result_bytes(op, flags) ? CostRole::kFree : CostRole::kCompute;
+        const auto operands = program_.operands(op);
+        return !operands.empty() && value_bytes(operands[0], flags) == result_bytes(op, flags) ? CostRole::kFree
+                                                                                              : CostRole::kCompute;
       }
       return CostRole::kCompute;
     case OpCategory::kDataMovement:
@@ -742,9 +756,11 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
     case OpKind::kDynamicUpdateSlice: {
       // In place: the update is read and written into the operand's buffer.
       s.op_class = OpClass::kGatherScatter;
+      // (A splat update is read as one element and written whole.)
       const std::uint64_t update = operands.size() > 1 ? value_bytes(operands[1], flags) : 0;
+      const std::uint64_t update_read = operands.size() > 1 ? read_bytes(operands[1], op.kind, flags) : 0;
       s.elements = operands.size() > 1 ? type_elements(program_.value_type(operands[1]), flags) : 0;
-      s.bytes_read = Bytes{update + operands_from(2)};
+      s.bytes_read = Bytes{update_read + operands_from(2)};
       s.bytes_written = Bytes{update};
       return;
     }
@@ -760,9 +776,11 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
       // (inputs..., indices, updates...): in place; a combining body also reads the targets.
       s.op_class = OpClass::kGatherScatter;
       const std::size_t n = (operands.size() - 1) / 2;
-      std::uint64_t updates = 0;
+      std::uint64_t updates = 0;       // written (and, combining, the targets read)
+      std::uint64_t updates_read = 0;  // a splat update read as one element
       for (std::size_t i = n + 1; i < operands.size(); ++i) {
         updates += value_bytes(operands[i], flags);
+        updates_read += read_bytes(operands[i], op.kind, flags);
       }
       const std::uint64_t update_elements =
           n + 1 < operands.size() ? type_elements(program_.value_type(operands[n + 1]), flags) : 0;
@@ -776,7 +794,7 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
       const double weight = combines ? body_weight(op, 0, program_.scatter(op).body) : 0.0;
       s.elements = update_elements;
       s.flops = Flops{weight * static_cast<double>(update_elements)};
-      s.bytes_read = Bytes{value_bytes(operands[n], flags) + updates + (combines ? updates : 0)};
+      s.bytes_read = Bytes{value_bytes(operands[n], flags) + updates_read + (combines ? updates : 0)};
       s.bytes_written = Bytes{updates};
       return;
     }

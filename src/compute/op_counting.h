@@ -116,10 +116,16 @@ class OpCounter {
   // strings keep their capacity.
   void count(workload::OpId id, OpCount& out) const;
 
-  // Bytes a kernel reads for a value: its type's (0, with kFlagUnknownSize in `flags`, when
-  // unknown), or one element's for a splat constant (one value repeated: XLA's algebraic
-  // simplifier makes it a broadcast of a scalar, which its readers' kernels fuse).
+  // Bytes of a value's type (0, with kFlagUnknownSize in `flags`, when unknown).
   [[nodiscard]] std::uint64_t value_bytes(workload::ValueRef value, std::uint8_t& flags) const;
+  // Bytes a kernel of op kind `reader` reads for a value: its type's, or one element's for a splat
+  // constant (one value repeated) when the reader fuses broadcasts (fuses_broadcasts): XLA's
+  // algebraic simplifier makes a splat a broadcast of a scalar, which such kernels fuse. A GEMM,
+  // a convolution, a sort, a custom call or a collective reads the broadcast materialised.
+  [[nodiscard]] std::uint64_t read_bytes(workload::ValueRef value, workload::OpKind reader,
+                                         std::uint8_t& flags) const;
+  // Elementwise ops, data movement but sort, reduce and reduce_window.
+  [[nodiscard]] static bool fuses_broadcasts(workload::OpKind reader);
   [[nodiscard]] std::uint64_t type_bytes(workload::TypeId type, std::uint8_t& flags) const;
   [[nodiscard]] std::uint64_t type_elements(workload::TypeId type, std::uint8_t& flags) const;
   [[nodiscard]] const workload::Program& program() const { return program_; }

@@ -356,7 +356,7 @@ class ProgramCoster {
     out.role = CostRole::kCompute;
     std::uint64_t read = 0;
     for (const workload::ValueRef v : p_.operands(op)) {
-      read += counter_.value_bytes(v, flags);
+      read += counter_.read_bytes(v, OpKind::kAdd, flags);  // an elementwise function: its ops fuse a splat
     }
     out.flags = flags;
     out.signature.kind.assign("fusion");
@@ -704,8 +704,9 @@ class ProgramCoster {
           count(v.op(), dup_count_);
           flags |= dup_count_.flags;
           flops += dup_count_.signature.flops.value;
+          const OpKind producer = p_.op(v.op()).kind;
           for (const workload::ValueRef input : p_.operands(p_.op(v.op()))) {
-            read_value(input, counter_.value_bytes(input, flags), true);
+            read_value(input, counter_.read_bytes(input, producer, flags), true);
           }
         }
         return;
@@ -733,7 +734,7 @@ class ProgramCoster {
         if (v.is_op_result() && inside(v.op())) {
           continue;
         }
-        std::uint64_t bytes = counter_.value_bytes(v, flags);
+        std::uint64_t bytes = counter_.read_bytes(v, op.kind, flags);
         if (i == 0 && (op.kind == OpKind::kSlice || op.kind == OpKind::kDynamicSlice)) {
           bytes = std::min(bytes, count.signature.bytes_written.count);  // only the selection
           read_value(v, bytes, false);                                   // a slice is not recomputed
@@ -855,7 +856,7 @@ class ProgramCoster {
         }
         if (std::find(leaves.begin(), leaves.end(), v.key()) == leaves.end()) {
           leaves.push_back(v.key());
-          bytes += counter_.value_bytes(v, flags);
+          bytes += counter_.read_bytes(v, p_.op(at).kind, flags);
         }
       }
     }

@@ -559,6 +559,38 @@ TEST(ProgramCosts, ASplatConstantIsReadAsOneElementAndAListWhole) {
   EXPECT_EQ(read, 16384U + 4U + 8U + 8U);
 }
 
+// Readers that cannot fuse a broadcast read a splat whole (XLA materialises it before a GEMM, a
+// sort or a collective); an in-place update writes a splat whole; a bitcast_convert of a splat is
+// still a free reinterpretation.
+constexpr const char* kSplatReaders = R"(
+func.func @main(%x: tensor<64x64xf32>, %buffer: tensor<128x64xf32>, %i: tensor<i32>) -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<128x64xf32>, tensor<64x64xi32>) {
+  %s = stablehlo.constant dense<2.000000e+00> : tensor<64x64xf32>
+  %d = stablehlo.dot_general %x, %s, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %o = "stablehlo.sort"(%s) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.compare LT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    stablehlo.return %c : tensor<i1>
+  }) {dimension = 1 : i64} : (tensor<64x64xf32>) -> tensor<64x64xf32>
+  %z = stablehlo.constant dense<0> : tensor<i32>
+  %u = stablehlo.dynamic_update_slice %buffer, %s, %i, %z : (tensor<128x64xf32>, tensor<64x64xf32>, tensor<i32>, tensor<i32>) -> tensor<128x64xf32>
+  %b = stablehlo.bitcast_convert %s : (tensor<64x64xf32>) -> tensor<64x64xi32>
+  return %d, %o, %u, %b : tensor<64x64xf32>, tensor<64x64xf32>, tensor<128x64xf32>, tensor<64x64xi32>
+}
+)";
+
+TEST(ProgramCosts, ASplatIsReadWholeByGemmsAndSortsAndWrittenWholeByAnUpdate) {
+  const auto p = parse(kSplatReaders);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  const ProgramCosts costs = cost_program(*p, model, {});
+  EXPECT_EQ(costs[first(*p, OpKind::kDotGeneral)].bytes_read.count, 16384U + 16384U);
+  EXPECT_EQ(costs[first(*p, OpKind::kSort)].bytes_read.count, 16384U);
+  // The update: one element of the splat and the two indices read, the whole update written.
+  EXPECT_EQ(costs[first(*p, OpKind::kDynamicUpdateSlice)].bytes_read.count, 4U + 4U + 4U);
+  EXPECT_EQ(costs[first(*p, OpKind::kDynamicUpdateSlice)].bytes_written.count, 16384U);
+  EXPECT_EQ(costs[first(*p, OpKind::kBitcastConvert)].role, CostRole::kFree);
+}
+
 // A batch norm's normalisation: rsqrt of the per-channel variance (64 evaluations), broadcast over
 // the activations (4096 elements). The kernel streams the activations like any elementwise kernel,
 // so it is not costed as a transcendental one (that class's bandwidth is fitted on activation
