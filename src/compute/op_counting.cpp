@@ -493,10 +493,14 @@ std::uint64_t OpCounter::value_bytes(workload::ValueRef value, std::uint8_t& fla
 
 bool OpCounter::fuses_broadcasts(OpKind reader) {
   switch (workload::op_category(reader)) {
-    case workload::OpCategory::kElementwise: return true;
-    case workload::OpCategory::kDataMovement: return reader != OpKind::kSort;
-    case workload::OpCategory::kReduction: return reader == OpKind::kReduce || reader == OpKind::kReduceWindow;
-    default: return false;
+    case workload::OpCategory::kElementwise:
+      return true;
+    case workload::OpCategory::kDataMovement:
+      return reader != OpKind::kSort;
+    case workload::OpCategory::kReduction:
+      return reader == OpKind::kReduce || reader == OpKind::kReduceWindow;
+    default:
+      return false;
   }
 }
 
@@ -596,8 +600,9 @@ CostRole OpCounter::role(OpId id) const {
       if (op.kind == OpKind::kBitcastConvert) {
         std::uint8_t flags = 0;
         const auto operands = program_.operands(op);
-        return !operands.empty() && value_bytes(operands[0], flags) == result_bytes(op, flags) ? CostRole::kFree
-                                                                                              : CostRole::kCompute;
+        return !operands.empty() && value_bytes(operands[0], flags) == result_bytes(op, flags)
+                   ? CostRole::kFree
+                   : CostRole::kCompute;
       }
       return CostRole::kCompute;
     case OpCategory::kDataMovement:
