@@ -1,5 +1,7 @@
 #include "frontend/stablehlo/lower.h"
 
+#include <fmt/format.h>
+
 #include <set>
 #include <string>
 
@@ -75,6 +77,7 @@ class Lowering {
   }
   // An error at the current op (MLIR's verifier reports at the op).
   Status fail(std::string message) { return diagnostics_.error_at(anchor_, std::move(message)); }
+  Status check_call_signature(const Op& op, std::string_view name, const workload::Function& callee);
   bool device_counts_declared_ = false;  // the module has mhlo.num_replicas or mhlo.num_partitions
   Status read_int(const Op& op, std::string_view name, std::int64_t& value);
   Status read_ints(const Op& op, std::string_view name, Ints& values, Ints* shape = nullptr);
@@ -864,7 +867,44 @@ Status Lowering::lower_call(OpId id, const Op& op) {
   if (it == draft_.functions.end()) {
     return fail("call to undefined function '@" + std::string(name) + "'");
   }
+  if (op.kind == OpKind::kCall) {
+    ORRERY_TRY(check_call_signature(op, name, program_.function(it->second)));
+  }
   builder_.set_payload(id, workload::CallAttributes{it->second});
+  return Status::success();
+}
+
+// func.call's operands and results must have the callee's argument and result types (the func
+// dialect's verifier): a mismatch is an error, not a program whose costs silently follow the
+// call's types.
+Status Lowering::check_call_signature(const Op& op, std::string_view name, const workload::Function& callee) {
+  const auto check = [&](const char* what, std::size_t index, workload::TypeId given,
+                         workload::TypeId expected) -> Status {
+    if (given == expected) {
+      return Status::success();
+    }
+    const workload::TypeTable& types = program_.types();
+    return fail(fmt::format("call to '@{}': {} {} has type {}, but the function's is {}", name, what, index,
+                            types.to_string(given), types.to_string(expected)));
+  };
+  const auto operands = program_.operands(op);
+  const auto arguments = program_.argument_types(callee);
+  if (operands.size() != arguments.size()) {
+    return fail(fmt::format("call to '@{}' with {} operands; the function takes {}", name, operands.size(),
+                            arguments.size()));
+  }
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    ORRERY_TRY(check("operand", i, program_.value_type(operands[i]), arguments[i]));
+  }
+  const auto results = program_.result_types(op);
+  const auto returned = program_.result_types(callee);
+  if (results.size() != returned.size()) {
+    return fail(fmt::format("call to '@{}' with {} results; the function returns {}", name, results.size(),
+                            returned.size()));
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    ORRERY_TRY(check("result", i, results[i], returned[i]));
+  }
   return Status::success();
 }
 
