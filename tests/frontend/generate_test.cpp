@@ -119,7 +119,8 @@ TEST(GenerateLlm, MixtureOfExpertsOptionsWriteStagesTheFrontendReads) {
 TEST(GenerateLlm, MultiHeadLatentAttentionOptionsWriteStagesTheFrontendReads) {
   // MLA with and without a query latent, on dense and mixture-of-experts layers (dense first
   // layers among them), with tensor parallelism with and without sequence parallelism, pipelining,
-  // ZB-H1, recomputation, ZeRO-1, FSDP and tensor-parallel communication overlap.
+  // ZB-H1, recomputation, ZeRO-1, FSDP, FP8 and tensor-parallel communication overlap. (Parsing
+  // checks every call's operand and result types against its callee's.)
   int programs = 0;
   for (int bits = 0; bits < 64; ++bits) {
     LlmJob job = tiny();  // 5 layers, width 64, 4 heads of 16
@@ -144,6 +145,7 @@ TEST(GenerateLlm, MultiHeadLatentAttentionOptionsWriteStagesTheFrontendReads) {
     job.recompute = (bits % 7) == 2 ? Recompute::kFull : Recompute::kNone;
     job.zero = (bits % 3) == 1 && job.dp > 1;
     job.fsdp = (bits % 3) == 2 && job.dp > 1;
+    job.fp8 = (bits % 4) == 1;
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const auto modules = stablehlo::testing::parse(stage_program(job, stage));
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;
@@ -429,9 +431,6 @@ TEST(GenerateLlm, RefusesJobsItCannotLayOut) {
   job.attention = Attention::kFlash;
   job.cp = 2;
   refused(job, "without context parallelism");
-  job.cp = 1;
-  job.fp8 = true;
-  refused(job, "without --fp8");
   job = tiny();
   job.model.experts = 8;
   job.model.top_k = 9;

@@ -73,6 +73,10 @@ gen moecap "${moe[@]}" --tp 2 --sequence-parallel --capacity-factor 1.5
 gen moeshared "${moe[@]}" --tp 2 --sequence-parallel --shared-ffn 256
 # DeepSeekMoE's dense first layer: layer 0 a dense MLP of width 384, on the first stage.
 gen moedense "${moe[@]}" --tp 2 --sequence-parallel --dense-layers 1 --dense-ffn 384
+# Three dense layers (one on stage 1) under 1F1B and under ZB-H1, whose split backward the dense
+# layers on stage 1 take (stage 0 runs its weight passes at once).
+gen moedense3 "${moe[@]}" --tp 2 --sequence-parallel --dense-layers 3 --dense-ffn 384
+gen moedense3_zb "${moe[@]}" --tp 2 --sequence-parallel --dense-layers 3 --dense-ffn 384 --schedule zb-h1
 # Multi-head latent attention (DeepSeek-V2/V3): keys and values from a latent of 64, rotary keys of
 # 16, values of 24 per head; with a query latent of 96 under sequence parallelism, and without one
 # under plain tensor parallelism and ZB-H1.
@@ -80,6 +84,7 @@ mla=(--layers 4 --hidden 256 --heads 8 --kv-heads 8 --ffn 512 --vocab 1000 --seq
      --rope-head-dim 16 --v-head-dim 24 --dp 2 --tp 2 --pp 2 --micro-batches 4 --bucket-elements 1)
 gen mla "${mla[@]}" --sequence-parallel --q-lora-rank 96
 gen mla_nosp "${mla[@]}" --schedule zb-h1
+gen mla_fp8 "${mla[@]}" --sequence-parallel --q-lora-rank 96 --fp8
 for s in 0 1; do
   cmp -s "$work/flash/stage_$s.mlir" "$work/again/stage_$s.mlir" || fail "generating twice gives the same stage $s"
 done
@@ -110,8 +115,8 @@ gen tp4_overlap --model llama3-8b --layers 4 --tp 4 --sequence-parallel --pp 2 -
 gen preset --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024
 gen preset_fp8 --model llama3-8b --tp 8 --pp 2 --dp 2 --micro-batches 4 --seq 1024 --fp8
 
-for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared moedense hsdpzero \
-  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2 mla mla_nosp; do
+for name in flash naive zero fsdp nosync cp fp8 seqpar buckets onebucket zerobuckets moe moezero moecap moeshared moedense moedense3 moedense3_zb hsdpzero \
+  hsdp cp_p2p cp4 cp4_p2p cp_tp1 cp_a2a tied2 mla mla_nosp mla_fp8; do
   for s in 0 1; do
     "$orrery" inspect "$work/$name/stage_$s.mlir" --cost --hardware H100 --json > "$work/$name.inspect$s.json" ||
       fail "inspect $name stage $s"
@@ -184,6 +189,8 @@ run moe moe
 run moe moe_np2 2
 run moedense moedense
 run moedense moedense_np2 2
+run moedense3_zb moedense3_zb
+run moedense3_zb moedense3_zb_np2 2
 run mla mla
 run mla mla_np2 2
 run mla_nosp mla_nosp

@@ -408,8 +408,16 @@ for s in range(pp):
     stage_params = moe_layers[s] * moe_layer + dense_layers[s] * dense_layer + (v * H if s == 0 else 0) + \
         (H + H * v if last else 0)
     assert md["memory"][s]["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, (s, md["memory"][s])
+# ZB-H1 splits the dense layers' backward too: stage 1's dense layer has its weight pass, and the
+# GEMM FLOPs and collectives are 1F1B's.
+for s in range(pp):
+    one, zb = load(f"moedense3.inspect{s}"), load(f"moedense3_zb.inspect{s}")
+    assert one["classes"]["gemm"]["flops"] == zb["classes"]["gemm"]["flops"], (s, one["classes"], zb["classes"])
+    assert one["communication_ops"] == zb["communication_ops"], (s, one["communication_ops"], zb["communication_ops"])
+stage1 = open(f"{w}/moedense3_zb/stage_1.mlir").read()
+assert stage1.count("call @dense_layer_weight_backward") == M and stage1.count("call @layer_weight_backward") == M
 print("ok   dense first layers: the dense layer's GEMM FLOPs, gathers, scatters, reductions and arguments, "
-      "all-to-alls for the MoE layers only")
+      "all-to-alls for the MoE layers only; under ZB-H1 their weight passes split off")
 
 # Multi-head latent attention (the small job's width, 8 heads: 4 per device, q/k head 32 + 16
 # rotary, values of 24; latents of 64 for keys and values, 96 for queries in `mla`, none in
@@ -452,8 +460,23 @@ for name, ql, sp in (("mla", 96, True), ("mla_nosp", 0, False)):
         stage_params = per_stage[s] * mla_layer + (v * H if s == 0 else 0) + (H + H * v if last else 0)
         assert mla_summary["memory"][s]["arguments_bytes"] == 14 * stage_params + 4 * M * B * S, \
             (name, s, mla_summary["memory"][s])
+# Under FP8 (mla_fp8) the same GEMM FLOPs, and every GEMM operand of the projections (down, up,
+# output, MLP; forward, input gradient, weight gradient) read at one byte per element, not two.
+n, r, ql = B * S, B * S // tp, 96
+forward = (r * H + H * ql + n * ql + ql * a * dqk + r * H + H * (kl + dr) + n * kl + kl * a * (D + dv)
+           + n * a * dv + a * dv * H + n * H + H * 2 * f + n * f + f * H)
+dgrad = (n * H + a * dv * H + n * H + f * H + n * 2 * f + H * 2 * f + n * a * (D + dv) + kl * a * (D + dv)
+         + r * (kl + dr) + H * (kl + dr) + n * a * dqk + ql * a * dqk + r * ql + H * ql)
+wgrad = (n * a * dv + n * H + n * H + n * 2 * f + n * f + n * H + n * kl + n * a * (D + dv) + r * H + r * (kl + dr)
+         + n * ql + n * a * dqk + r * H + r * ql)
+for s in range(pp):
+    bf16, f8 = load(f"mla.inspect{s}")["classes"]["gemm"], load(f"mla_fp8.inspect{s}")["classes"]["gemm"]
+    assert f8["flops"] == bf16["flops"], (s, f8, bf16)
+    saved = (forward + dgrad + wgrad) * per_stage[s] * M
+    assert bf16["bytes_read"] - f8["bytes_read"] == saved, (s, bf16["bytes_read"] - f8["bytes_read"], saved)
 print("ok   multi-head latent attention: GEMM FLOPs, gathers, scatters, all-reduces and arguments as the closed "
-      "forms, with and without a query latent and sequence parallelism")
+      "forms, with and without a query latent and sequence parallelism; under FP8 one byte per projection "
+      "operand element")
 
 # ZeRO-1 with experts (tp 1, dp 4, ep 2): dense tensors' optimizer state sharded over the 4 replicas,
 # the experts' over the 2 devices holding the same experts.
@@ -473,7 +496,7 @@ print("ok   ZeRO-1 with experts: the experts' optimizer state sharded over the d
 keys = ("step_time_s", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "ranks")
 for one, two in (("flash", "flash_np2"), ("preset", "preset_np2"), ("zero", "zero_np2"),
                  ("seqpar", "seqpar_np2"), ("flash", "inline"), ("zerobuckets", "zerobuckets_np2"),
-                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("moedense", "moedense_np2"), ("mla", "mla_np2"),
+                 ("moe", "moe_np2"), ("moe", "moe_inline"), ("moedense", "moedense_np2"), ("moedense3_zb", "moedense3_zb_np2"), ("mla", "mla_np2"),
                  ("mla_nosp", "mla_nosp_np2"), ("fsdp", "fsdp_np2"), ("cp", "cp_np2"), ("cp_p2p", "cp_p2p_np2"),
                  ("cp_a2a", "cp_a2a_np2"), ("fp8", "fp8_np2"),
                  ("hsdp", "hsdp_np2"), ("nosync", "nosync_np2")):

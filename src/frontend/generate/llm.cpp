@@ -1371,7 +1371,7 @@ class StageWriter {
       types.push_back(kept(Type{{s_.n, s_.fs}, "bf16"}));
     }
     if (projection_input_saved()) {
-      types.push_back(kept(Type{{s_.n, s_.a * s_.d}, "bf16"}));  // the output projection's input
+      types.push_back(kept(Type{{s_.n, s_.a * v_dim()}, "bf16"}));  // the output projection's input
     }
     for (const Type& t : mla_saved_types()) {
       types.push_back(t);
@@ -1393,7 +1393,8 @@ class StageWriter {
   // The index of w_dkv among a layer's weights (the latent parameters follow the MLP's).
   std::size_t mla_index() const { return layer_params(s_).size() - (s_.ql > 0 ? 5 : 3); }
   // What the backward reads of the latents, after everything else: the query latent, its norm's
-  // statistics and output (with a query latent), then the key/value latent's.
+  // statistics and output (under FP8 the output's cast, the up projection's operand), with a
+  // query latent, then the key/value latent's.
   std::vector<Type> mla_saved_types() const {
     std::vector<Type> types;
     if (!mla()) {
@@ -1402,7 +1403,7 @@ class StageWriter {
     for (const std::uint64_t width : {s_.ql, s_.kl}) {
       if (width > 0) {
         types.insert(types.end(),
-                     {Type{{rows(), width}, "bf16"}, local_stats(), Type{{rows(), width}, "bf16"}});
+                     {Type{{rows(), width}, "bf16"}, local_stats(), kept(Type{{rows(), width}, "bf16"})});
       }
     }
     return types;
@@ -1414,19 +1415,23 @@ class StageWriter {
     const std::size_t m = mla_index();
     std::vector<Value> saved;
     Value q;
+    // Under FP8 the GEMMs take FP8 operands (n1 is the norm's FP8 output already); each latent's
+    // norm output is cast once, before the gather, and the cast kept for the weight gradient.
     if (s_.ql > 0) {
-      const Value cq = body.matmul(n1, w[m + 3], 1, 0);
+      const Value cq = linear(body, n1, w[m + 3], 1, 0, kE4M3, kE4M3);
       const auto [cqn, rs] = rms_norm_ops(body, cq, w[m + 4]);
-      saved = {cq, rs, cqn};
-      q = gather_linear(body, cqn, w[1], 0, kE4M3, kE4M3, false).first;
+      const Value cqn8 = cast8(body, cqn, kE4M3);
+      saved = {cq, rs, cqn8};
+      q = gather_linear(body, cqn8, w[1], 0, kE4M3, kE4M3, false).first;
     } else {
       q = gather_linear(body, n1, w[1], 0, kE4M3, kE4M3, false).first;
     }
-    const Value ckr = body.matmul(n1, w[m], 1, 0);  // the key/value latent and the rotary key
+    const Value ckr = linear(body, n1, w[m], 1, 0, kE4M3, kE4M3);  // the key/value latent and the rotary key
     const Value ckv = body.slice(ckr, 1, 0, s_.kl);
     const auto [ckvn, rs] = rms_norm_ops(body, ckv, w[m + 1]);
-    saved.insert(saved.end(), {ckv, rs, ckvn});
-    const Value kv = gather_linear(body, ckvn, w[m + 2], 0, kE4M3, kE4M3, false).first;
+    const Value ckvn8 = cast8(body, ckvn, kE4M3);
+    saved.insert(saved.end(), {ckv, rs, ckvn8});
+    const Value kv = gather_linear(body, ckvn8, w[m + 2], 0, kE4M3, kE4M3, false).first;
     const Value kr = tp_gather(body, body.slice(ckr, 1, s_.kl, s_.kl + s_.dr));
     const Value k_rope = body.reshape(rope(body, body.reshape(kr, {s_.n, 1, s_.dr}), false), {s_.n, s_.dr});
     const Value q3 = body.reshape(q, {s_.n, s_.a, qk_dim()});
@@ -1450,14 +1455,24 @@ class StageWriter {
     const auto gathered_grad = [this](Body& b, const std::vector<Value>& o) {
       return linear(b, tp_gather(b, o[0]), o[1], 0, 0, kE4M3, kE5M2);
     };
-    const auto local_grad = [](Body& b, const std::vector<Value>& o) { return b.matmul(o[0], o[1], 0, 0); };
+    const auto local_grad = [this](Body& b, const std::vector<Value>& o) {
+      return linear(b, o[0], o[1], 0, 0, kE4M3, kE5M2);
+    };
+    // Under FP8 each gradient into a GEMM is cast once (E5M2) for its input- and weight-gradient GEMMs.
     const Value dq3 = from_heads(body, dq, s_.a);
-    const Value dq_all = body.reshape(
-        body.concat({body.slice(dq3, 2, 0, s_.d), rope(body, body.slice(dq3, 2, s_.d, qk_dim()), true)}, 2),
-        {s_.n, s_.a * qk_dim()});
+    const Value dq_all =
+        cast8(body,
+              body.reshape(
+                  body.concat(
+                      {body.slice(dq3, 2, 0, s_.d), rope(body, body.slice(dq3, 2, s_.d, qk_dim()), true)}, 2),
+                  {s_.n, s_.a * qk_dim()}),
+              kE5M2);
     const Value dk3 = from_heads(body, dk, s_.a);
-    const Value dkv = body.reshape(body.concat({body.slice(dk3, 2, 0, s_.d), from_heads(body, dv, s_.a)}, 2),
-                                   {s_.n, s_.a * (s_.d + s_.dv)});
+    const Value dkv =
+        cast8(body,
+              body.reshape(body.concat({body.slice(dk3, 2, 0, s_.d), from_heads(body, dv, s_.a)}, 2),
+                           {s_.n, s_.a * (s_.d + s_.dv)}),
+              kE5M2);
     // The shared rotary key: its heads' gradients summed, rotated back, reduced over the group.
     const Value dk_rope = body.convert(
         body.reduce(body.convert(body.slice(dk3, 2, s_.d, qk_dim()), "f32"), {1}, "add"), "bf16");
@@ -1468,15 +1483,16 @@ class StageWriter {
     const Value dw_ukv = weight_grad(body, {latents[at + 2], dkv}, gathered_grad);
     const auto [dckv, dw_kv_norm] =
         rms_norm_backward_ops(body, dckvn, latents[at], latents[at + 1], w[m + 1]);
-    const Value dckr = body.concat({dckv, dkr}, 1);
-    Value dn1 = body.matmul(dckr, w[m], 1, 1);
+    const Value dckr = cast8(body, body.concat({dckv, dkr}, 1), kE5M2);
+    Value dn1 = linear(body, dckr, w[m], 1, 1, kE5M2, kE4M3);
     const Value dw_dkv = weight_grad(body, {n1, dckr}, local_grad);
     std::vector<Value> grads;
     if (s_.ql > 0) {
       const Value dcqn = linear_reduce(body, dq_all, w[1], 1, kE5M2, kE4M3);
       const Value dw_uq = weight_grad(body, {latents[2], dq_all}, gathered_grad);
-      const auto [dcq, dw_q_norm] = rms_norm_backward_ops(body, dcqn, latents[0], latents[1], w[m + 4]);
-      dn1 = body.add(dn1, body.matmul(dcq, w[m + 3], 1, 1));
+      const auto [dcq_bf16, dw_q_norm] = rms_norm_backward_ops(body, dcqn, latents[0], latents[1], w[m + 4]);
+      const Value dcq = cast8(body, dcq_bf16, kE5M2);
+      dn1 = body.add(dn1, linear(body, dcq, w[m + 3], 1, 1, kE5M2, kE4M3));
       const Value dw_dq = weight_grad(body, {n1, dcq}, local_grad);
       grads = {dw_uq, dw_dkv, dw_kv_norm, dw_ukv, dw_dq, dw_q_norm};
     } else {
@@ -1770,9 +1786,10 @@ class StageWriter {
     const Value &h = saved[c + 1], &rs2 = saved[c + 2], &n2 = saved[c + 3];
     // The output projection's input: naive keeps it (or its FP8 cast), flash its kernel's output
     // (and under FP8 the cast, last).
+    // (Under FP8 the projection's input cast comes last but for the latents' saved values.)
     const Value ctx = !flash() ? saved[c]
                       : projection_input_saved()
-                          ? saved.back()
+                          ? saved[saved.size() - 1 - mla_saved_types().size()]
                           : body.reshape(from_heads(body, saved[c], s_.a), {s_.n, s_.a * v_dim()});
     std::vector<Value> mlp_grads;  // the MLP's weight gradients in parameter order
     Value dn2;
@@ -2900,10 +2917,10 @@ void validate(const LlmJob& job) {
                       "--kv-heads {} must equal --heads {}",
                       m.kv_heads, m.heads));
     }
-    if (job.attention != Attention::kFlash || job.cp > 1 || job.fp8) {
+    if (job.attention != Attention::kFlash || job.cp > 1) {
       fail(
           "--kv-lora-rank: multi-head latent attention is written for flash attention without context "
-          "parallelism and without --fp8");
+          "parallelism");
     }
   }
   if ((m.dense_layers > 0 || m.dense_ffn > 0) && !m.moe()) {
