@@ -743,9 +743,18 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
   const auto operands_from = [&](std::size_t from) {
     std::uint64_t total = 0;
     for (std::size_t i = from; i < operands.size(); ++i) {
-      total += value_bytes(operands[i], flags);
+      total += read_bytes(operands[i], op.kind, flags);
     }
     return total;
+  };
+  // A splat buffer that an in-place op updates is materialised first (XLA fills it whole, then
+  // updates it): its bytes are written too.
+  const auto filled = [&](std::size_t index) -> std::uint64_t {
+    if (index >= operands.size()) {
+      return 0;
+    }
+    const workload::ValueRef v = operands[index];
+    return v.is_op_result() && splat_[v.op()] ? value_bytes(v, flags) : 0;
   };
   switch (op.kind) {
     case OpKind::kSlice:
@@ -766,7 +775,7 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
       const std::uint64_t update_read = operands.size() > 1 ? read_bytes(operands[1], op.kind, flags) : 0;
       s.elements = operands.size() > 1 ? type_elements(program_.value_type(operands[1]), flags) : 0;
       s.bytes_read = Bytes{update_read + operands_from(2)};
-      s.bytes_written = Bytes{update};
+      s.bytes_written = Bytes{update + filled(0)};
       return;
     }
     case OpKind::kGather:
@@ -799,8 +808,12 @@ void OpCounter::count_data_movement(const Op& op, OpCount& out) const {
       const double weight = combines ? body_weight(op, 0, program_.scatter(op).body) : 0.0;
       s.elements = update_elements;
       s.flops = Flops{weight * static_cast<double>(update_elements)};
-      s.bytes_read = Bytes{value_bytes(operands[n], flags) + updates_read + (combines ? updates : 0)};
-      s.bytes_written = Bytes{updates};
+      std::uint64_t fills = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        fills += filled(i);
+      }
+      s.bytes_read = Bytes{read_bytes(operands[n], op.kind, flags) + updates_read + (combines ? updates : 0)};
+      s.bytes_written = Bytes{updates + fills};
       return;
     }
     case OpKind::kSort: {

@@ -324,6 +324,12 @@ class ProgramCoster {
     return computes;
   }
 
+  // The kind of op that reads op `id`'s operands, for a splat's read (OpCounter::read_bytes): a
+  // fusible call is an elementwise function, whose ops fuse a splat's broadcast.
+  OpKind reader_kind(OpId id) const {
+    return !fusible_call_.empty() && fusible_call_[id] != 0 ? OpKind::kAdd : p_.op(id).kind;
+  }
+
   // The count of an op; for a fusible call, one elementwise op: the callee's FLOPs (its class
   // transcendental by KernelMath), the call's operands read, its result written.
   void count(OpId id, OpCount& out) {
@@ -356,7 +362,7 @@ class ProgramCoster {
     out.role = CostRole::kCompute;
     std::uint64_t read = 0;
     for (const workload::ValueRef v : p_.operands(op)) {
-      read += counter_.read_bytes(v, OpKind::kAdd, flags);  // an elementwise function: its ops fuse a splat
+      read += counter_.read_bytes(v, reader_kind(id), flags);
     }
     out.flags = flags;
     out.signature.kind.assign("fusion");
@@ -734,7 +740,7 @@ class ProgramCoster {
         if (v.is_op_result() && inside(v.op())) {
           continue;
         }
-        std::uint64_t bytes = counter_.read_bytes(v, op.kind, flags);
+        std::uint64_t bytes = counter_.read_bytes(v, reader_kind(member), flags);
         if (i == 0 && (op.kind == OpKind::kSlice || op.kind == OpKind::kDynamicSlice)) {
           bytes = std::min(bytes, count.signature.bytes_written.count);  // only the selection
           read_value(v, bytes, false);                                   // a slice is not recomputed

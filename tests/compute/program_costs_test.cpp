@@ -591,6 +591,39 @@ TEST(ProgramCosts, ASplatIsReadWholeByGemmsAndSortsAndWrittenWholeByAnUpdate) {
   EXPECT_EQ(costs[first(*p, OpKind::kBitcastConvert)].role, CostRole::kFree);
 }
 
+// A fused call of an elementwise function reads a splat operand as one element, as its ops would;
+// a scatter into a splat buffer (a zeros table) writes the whole buffer (XLA fills it first).
+constexpr const char* kSplatCallAndFill = R"(
+func.func private @scale(%x: tensor<64x64xf32>, %s: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = stablehlo.multiply %x, %s : tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+func.func @main(%x: tensor<64x64xf32>, %ids: tensor<8x1xi32>, %upd: tensor<8x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %s = stablehlo.constant dense<2.000000e+00> : tensor<64x64xf32>
+  %y = func.call @scale(%x, %s) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %z = stablehlo.constant dense<0.000000e+00> : tensor<64x64xf32>
+  %t = "stablehlo.scatter"(%z, %ids, %upd) ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %c = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %c : tensor<f32>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>} : (tensor<64x64xf32>, tensor<8x1xi32>, tensor<8x64xf32>) -> tensor<64x64xf32>
+  return %y, %t : tensor<64x64xf32>, tensor<64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, AFusedCallReadsASplatAsOneElementAndAScatterFillsASplatBuffer) {
+  const RegionCosts costed = regions_of(kSplatCallAndFill);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(costed.costs[first(*p, OpKind::kCall)].role, CostRole::kCompute);
+  EXPECT_EQ(costed.costs[first(*p, OpKind::kCall)].bytes_read.count, 16384U + 4U);
+  // The scatter: the indices and the updates read, the updates read again by the combining body;
+  // the updates and the whole 16 KiB buffer written.
+  const OpId scatter = first(*p, OpKind::kScatter);
+  EXPECT_EQ(costed.costs[scatter].bytes_read.count, 32U + 2048U + 2048U);
+  EXPECT_EQ(costed.costs[scatter].bytes_written.count, 2048U + 16384U);
+}
+
 // A batch norm's normalisation: rsqrt of the per-channel variance (64 evaluations), broadcast over
 // the activations (4096 elements). The kernel streams the activations like any elementwise kernel,
 // so it is not costed as a transcendental one (that class's bandwidth is fitted on activation
