@@ -145,7 +145,7 @@ TEST(GenerateLlm, MultiHeadLatentAttentionOptionsWriteStagesTheFrontendReads) {
     job.recompute = (bits % 7) == 2 ? Recompute::kFull : Recompute::kNone;
     job.zero = (bits % 3) == 1 && job.dp > 1;
     job.fsdp = (bits % 3) == 2 && job.dp > 1;
-    job.fp8 = (bits % 4) == 1;
+    job.fp8 = (bits % 5) == 2;  // with and without a query latent (bit 1)
     for (std::uint32_t stage = 0; stage < job.pp; ++stage) {
       const auto modules = stablehlo::testing::parse(stage_program(job, stage));
       ASSERT_EQ(modules.size(), 1U) << "options " << bits << ", stage " << stage;

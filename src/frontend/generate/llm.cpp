@@ -1347,8 +1347,9 @@ class StageWriter {
     }
     // The attention's output: flash keeps its kernel's output (b, a, s, d), which its backward
     // reads, and the output projection's input is the same data (under FP8 the projection keeps its
-    // FP8 cast too, last; under Ulysses the kernel's output is split by heads and the projection
-    // keeps its input too, last); naive keeps the projection's input (n, a * d), or its FP8 cast.
+    // FP8 cast too, last but for MLA's latents; under Ulysses the kernel's output is split by heads
+    // and the projection keeps its input too, last); naive keeps the projection's input (n, a * d),
+    // or its FP8 cast.
     const std::uint64_t split = ulysses() ? job_.cp : 1;
     const Type context = flash() ? Type{{s_.b, s_.a / split, s_.s * split, v_dim()}, "bf16"}
                                  : kept(Type{{s_.n, s_.a * s_.d}, "bf16"});
