@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <set>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "frontend/stablehlo/attribute_reader.h"
 #include "frontend/stablehlo/name_cache.h"
@@ -878,34 +880,28 @@ Status Lowering::lower_call(OpId id, const Op& op) {
 // dialect's verifier): a mismatch is an error, not a program whose costs silently follow the
 // call's types.
 Status Lowering::check_call_signature(const Op& op, std::string_view name, const workload::Function& callee) {
-  const auto check = [&](const char* what, std::size_t index, workload::TypeId given,
-                         workload::TypeId expected) -> Status {
-    if (given == expected) {
-      return Status::success();
+  // The call's types (`given`) against the function's (`expected`): the counts, then each type.
+  const auto compare = [&](const char* what, const char* verb, std::span<const workload::TypeId> given,
+                           std::span<const workload::TypeId> expected) -> Status {
+    if (given.size() != expected.size()) {
+      return fail(fmt::format("call to '@{}' with {} {}s; the function {} {}", name, given.size(), what, verb,
+                              expected.size()));
     }
-    const workload::TypeTable& types = program_.types();
-    return fail(fmt::format("call to '@{}': {} {} has type {}, but the function's is {}", name, what, index,
-                            types.to_string(given), types.to_string(expected)));
+    for (std::size_t i = 0; i < given.size(); ++i) {
+      if (given[i] != expected[i]) {
+        const workload::TypeTable& types = program_.types();
+        return fail(fmt::format("call to '@{}': {} {} has type {}, but the function's is {}", name, what, i,
+                                types.to_string(given[i]), types.to_string(expected[i])));
+      }
+    }
+    return Status::success();
   };
-  const auto operands = program_.operands(op);
-  const auto arguments = program_.argument_types(callee);
-  if (operands.size() != arguments.size()) {
-    return fail(fmt::format("call to '@{}' with {} operands; the function takes {}", name, operands.size(),
-                            arguments.size()));
+  std::vector<workload::TypeId> operand_types;
+  for (const workload::ValueRef v : program_.operands(op)) {
+    operand_types.push_back(program_.value_type(v));
   }
-  for (std::size_t i = 0; i < operands.size(); ++i) {
-    ORRERY_TRY(check("operand", i, program_.value_type(operands[i]), arguments[i]));
-  }
-  const auto results = program_.result_types(op);
-  const auto returned = program_.result_types(callee);
-  if (results.size() != returned.size()) {
-    return fail(fmt::format("call to '@{}' with {} results; the function returns {}", name, results.size(),
-                            returned.size()));
-  }
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    ORRERY_TRY(check("result", i, results[i], returned[i]));
-  }
-  return Status::success();
+  ORRERY_TRY(compare("operand", "takes", operand_types, program_.argument_types(callee)));
+  return compare("result", "returns", program_.result_types(op), program_.result_types(callee));
 }
 
 Status Lowering::lower_loops() {
