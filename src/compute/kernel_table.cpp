@@ -269,7 +269,219 @@ std::vector<MeasuredOp> read_llmcompass_csv(const std::string& path) {
   return measured;
 }
 
-std::vector<KernelMeasurement> read_kernel_table(const std::string& path) {
+namespace {
+
+enum class GpuBench { kNone, kMatmul, kElementwise, kReduction, kConv };
+
+GpuBench gpu_bench_kind(const CsvFile& file) {
+  if (file.rows.empty()) {
+    return GpuBench::kNone;
+  }
+  const std::vector<std::string>& h = file.rows.front().fields;
+  auto starts = [&](std::initializer_list<std::string_view> names) {
+    if (h.size() < names.size()) {
+      return false;
+    }
+    std::size_t i = 0;
+    for (std::string_view n : names) {
+      if (h[i++] != n) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (starts({"dtype", "m", "n", "k", "time_us"})) {
+    return GpuBench::kMatmul;
+  }
+  if (starts({"op", "dtype", "elements", "time_us"})) {
+    return GpuBench::kElementwise;
+  }
+  if (starts({"op", "dtype", "rows", "cols", "time_us"})) {
+    return GpuBench::kReduction;
+  }
+  if (starts({"pass", "dtype", "n", "c", "h", "w", "k", "r", "s", "stride", "pad", "time_us"})) {
+    return GpuBench::kConv;
+  }
+  return GpuBench::kNone;
+}
+
+ElementType bench_type(const CsvFile& file, const CsvRow& row, const std::string& text) {
+  if (text == "bf16") {
+    return ElementType::kBF16;
+  }
+  if (text == "f32") {
+    return ElementType::kF32;
+  }
+  if (text == "tf32") {
+    return ElementType::kTF32;
+  }
+  file.fail(row, fmt::format("column 'dtype': expected bf16, f32 or tf32, got '{}'", text));
+}
+
+// One 2-D convolution pass over an NHWC layer of n images of h x w x c, k filters of r x s, one
+// stride and symmetric padding, as the StableHLO JAX emits for it (see the header).
+ConvShape bench_conv(const CsvFile& file, const CsvRow& row, const std::string& pass, std::uint64_t n,
+                     std::uint64_t c, std::uint64_t h, std::uint64_t w, std::uint64_t k, std::uint64_t r,
+                     std::uint64_t s, std::uint64_t stride, std::uint64_t pad) {
+  if (h + 2 * pad < r || w + 2 * pad < s) {
+    file.fail(row, "the kernel is larger than the padded input");
+  }
+  const std::uint64_t oh = (h + 2 * pad - r) / stride + 1;
+  const std::uint64_t ow = (w + 2 * pad - s) / stride + 1;
+  ConvShape conv;
+  conv.spatial_rank = 2;
+  if (pass == "fwd") {
+    conv.batch = n;
+    conv.input_features = c;
+    conv.output_features = k;
+    conv.input_size = {h, w, 1};
+    conv.kernel_size = {r, s, 1};
+    conv.output_size = {oh, ow, 1};
+    conv.stride = {stride, stride, 1};
+    conv.padding_low = {pad, pad, 0};
+    conv.padding_high = {pad, pad, 0};
+  } else if (pass == "dgrad") {
+    // The output gradient (n x oh x ow x k), dilated by the stride, against the flipped kernel:
+    // padding r - 1 - pad low, and high as much again plus what the forward stride dropped.
+    conv.batch = n;
+    conv.input_features = k;
+    conv.output_features = c;
+    conv.input_size = {oh, ow, 1};
+    conv.kernel_size = {r, s, 1};
+    conv.output_size = {h, w, 1};
+    conv.input_dilation = {stride, stride, 1};
+    auto low = [&](std::uint64_t kernel) { return kernel - 1 >= pad ? kernel - 1 - pad : 0; };
+    conv.padding_low = {low(r), low(s), 0};
+    conv.padding_high = {low(r) + (h + 2 * pad - r) % stride, low(s) + (w + 2 * pad - s) % stride, 0};
+  } else if (pass == "wgrad") {
+    // The input with batch and features swapped (c "images" of n features) against the output
+    // gradient dilated by the stride; the result is the r x s kernel. Negative high padding (the
+    // rows the forward stride never read) counts as 0, as the counting layer does.
+    conv.batch = c;
+    conv.input_features = n;
+    conv.output_features = k;
+    conv.input_size = {h, w, 1};
+    conv.kernel_size = {oh, ow, 1};
+    conv.output_size = {r, s, 1};
+    conv.kernel_dilation = {stride, stride, 1};
+    auto high = [&](std::uint64_t kernel, std::uint64_t out, std::uint64_t in) -> std::uint64_t {
+      const std::int64_t v =
+          static_cast<std::int64_t>(kernel + (out - 1) * stride) - static_cast<std::int64_t>(in + pad);
+      return v > 0 ? static_cast<std::uint64_t>(v) : 0;
+    };
+    conv.padding_low = {pad, pad, 0};
+    conv.padding_high = {high(r, oh, h), high(s, ow, w), 0};
+  } else {
+    file.fail(row, fmt::format("column 'pass': expected fwd, dgrad or wgrad, got '{}'", pass));
+  }
+  return conv;
+}
+
+}  // namespace
+
+bool gpu_microbenchmark_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return false;
+  }
+  return gpu_bench_kind(CsvFile::read(path)) != GpuBench::kNone;
+}
+
+std::vector<MeasuredOp> read_gpu_microbenchmark_csv(const std::string& path, const std::string& hardware) {
+  const CsvFile file = CsvFile::read(path);
+  const GpuBench kind = gpu_bench_kind(file);
+  if (kind == GpuBench::kNone) {
+    throw OrreryError(
+        ErrorCode::kInvalidInput,
+        fmt::format("{}: not a validation/gpu microbenchmark CSV (matmul, elementwise, reduction or "
+                    "conv header)",
+                    path));
+  }
+  const CsvRow& header = file.rows.front();
+  const std::size_t time_column = file.column(header, "time_us");
+  std::vector<MeasuredOp> measured;
+  for (std::size_t i = 1; i < file.rows.size(); ++i) {
+    const CsvRow& row = file.rows[i];
+    MeasuredOp m;
+    m.hardware = hardware;
+    m.source = fmt::format("{}:{}", fs::path(path).filename().string(), row.line);
+    const std::size_t dtype_column = kind == GpuBench::kMatmul ? 0 : 1;
+    const ElementType type = bench_type(file, row, field(file, row, dtype_column, "dtype"));
+    switch (kind) {
+      case GpuBench::kMatmul: {
+        const auto mm = file.integer(row, 1, "m", 1);
+        const auto nn = file.integer(row, 2, "n", 1);
+        const auto kk = file.integer(row, 3, "k", 1);
+        m.label = "matmul";
+        m.op = gemm_signature("dot_general", type, {1, mm, nn, kk});
+        break;
+      }
+      case GpuBench::kElementwise: {
+        const std::string& op = field(file, row, 0, "op");
+        const auto n = file.integer(row, 2, "elements", 1);
+        m.label = op;
+        if (op == "add") {
+          m.op = elementwise_signature("add", OpClass::kElementwise, type, n, 2, 1.0);
+        } else if (op == "mul_scalar") {
+          m.op = elementwise_signature("multiply", OpClass::kElementwise, type, n, 1, 1.0);
+        } else if (op == "exp") {
+          m.op = elementwise_signature("exponential", OpClass::kTranscendental, type, n, 1, 8.0);
+        } else if (op == "gelu_tanh") {
+          m.op = elementwise_signature("gelu", OpClass::kTranscendental, type, n, 1, 8.0);
+        } else if (op == "silu") {  // x * logistic(x): 16 + 1
+          m.op = elementwise_signature("silu", OpClass::kTranscendental, type, n, 1, 17.0);
+        } else if (op == "copy") {
+          m.op = elementwise_signature("copy", OpClass::kDataMovement, type, n, 1, 0.0);
+        } else if (op == "convert") {  // to the other of f32 and bf16
+          m.op = elementwise_signature("convert", OpClass::kElementwise, type, n, 1, 1.0);
+          const ElementType to = type == ElementType::kBF16 ? ElementType::kF32 : ElementType::kBF16;
+          m.op.bytes_written = Bytes{storage_bytes(to, n)};
+        } else {
+          file.fail(row, fmt::format("column 'op': unknown elementwise op '{}'", op));
+        }
+        break;
+      }
+      case GpuBench::kReduction: {
+        const std::string& op = field(file, row, 0, "op");
+        const auto rows = file.integer(row, 2, "rows", 1);
+        const auto cols = file.integer(row, 3, "cols", 1);
+        m.label = op;
+        if (op == "sum") {
+          m.op = rowwise_signature("reduce", OpClass::kReduction, type, rows, cols, 1.0);
+          m.op.elements = rows;  // a reduction keys on (outputs, reduced extent) and writes f32 outputs
+          m.op.bytes_written = Bytes{storage_bytes(ElementType::kF32, rows)};
+        } else if (op == "softmax" || op == "layer_norm" || op == "rms_norm") {
+          const double flops = op == "softmax" ? 5.0 : op == "layer_norm" ? 7.0 : 4.0;
+          m.op = rowwise_signature(op, OpClass::kNormalisation, type, rows, cols, flops);
+        } else {
+          file.fail(row, fmt::format("column 'op': unknown reduction op '{}'", op));
+        }
+        break;
+      }
+      case GpuBench::kConv: {
+        const std::string& pass = field(file, row, 0, "pass");
+        const ConvShape conv = bench_conv(file, row, pass, file.integer(row, 2, "n", 1),
+                                          file.integer(row, 3, "c", 1), file.integer(row, 4, "h", 1),
+                                          file.integer(row, 5, "w", 1), file.integer(row, 6, "k", 1),
+                                          file.integer(row, 7, "r", 1), file.integer(row, 8, "s", 1),
+                                          file.integer(row, 9, "stride", 1), file.integer(row, 10, "pad", 0));
+        m.label = "conv " + pass;
+        m.op = convolution_signature("convolution", type, conv);
+        break;
+      }
+      case GpuBench::kNone:
+        break;
+    }
+    m.time_s = file.number(row, time_column, "time_us") * 1e-6;
+    if (!(m.time_s > 0.0)) {
+      file.fail(row, "a kernel time must be positive");
+    }
+    measured.push_back(std::move(m));
+  }
+  return measured;
+}
+
+std::vector<KernelMeasurement> read_kernel_table(const std::string& path, const std::string& hardware) {
   if (llmcompass_file(fs::path(path))) {
     std::vector<KernelMeasurement> rows;
     for (const MeasuredOp& m : read_llmcompass_csv(path)) {
@@ -281,6 +493,20 @@ std::vector<KernelMeasurement> read_kernel_table(const std::string& path) {
   if (!head.rows.empty() && !head.rows.front().fields.empty() && head.rows.front().fields.front() == "hardware") {
     return read_orrery_table(path);
   }
+  if (gpu_bench_kind(head) != GpuBench::kNone) {
+    if (hardware.empty()) {
+      throw OrreryError(
+          ErrorCode::kInvalidInput,
+          fmt::format("{}: a validation/gpu microbenchmark CSV names no device: say which preset it was "
+                      "measured on (export-table --hardware NAME)",
+                      path));
+    }
+    std::vector<KernelMeasurement> rows;
+    for (const MeasuredOp& m : read_gpu_microbenchmark_csv(path, hardware)) {
+      rows.push_back(to_measurement(m));
+    }
+    return rows;
+  }
   if (!head.rows.empty() && head.rows.front().text.find("time_stats.") != std::string::npos) {
     std::vector<KernelMeasurement> rows;
     for (const MeasuredOp& m : read_vidur_mlp_csv(path)) {
@@ -288,11 +514,13 @@ std::vector<KernelMeasurement> read_kernel_table(const std::string& path) {
     }
     return rows;
   }
-  throw OrreryError(ErrorCode::kInvalidInput,
-                    fmt::format("{}: not a kernel table Orrery knows (Orrery's format starts with a 'hardware' "
-                                "column; Vidur per-op CSVs have time_stats.* columns; LLMCompass sweeps are named "
-                                "matmul_A100.csv, gelu_A100.csv, ...)",
-                                path));
+  throw OrreryError(
+      ErrorCode::kInvalidInput,
+      fmt::format("{}: not a kernel table Orrery knows (Orrery's format starts with a 'hardware' "
+                  "column; Vidur per-op CSVs have time_stats.* columns; LLMCompass sweeps are named "
+                  "matmul_A100.csv, gelu_A100.csv, ...; validation/gpu microbenchmarks start with "
+                  "dtype,m,n,k / op,dtype,elements / op,dtype,rows,cols / pass,dtype,n,...)",
+                  path));
 }
 
 void write_orrery_table(std::ostream& out, const std::vector<KernelMeasurement>& rows) {

@@ -56,10 +56,25 @@ KernelMeasurement to_measurement(const MeasuredOp& measured);
 std::vector<KernelMeasurement> read_orrery_table(const std::string& path);
 std::vector<MeasuredOp> read_vidur_mlp_csv(const std::string& path, const std::string& hardware = "A100_80GB");
 std::vector<MeasuredOp> read_llmcompass_csv(const std::string& path);
-// Any of the three formats, told apart by the header (Orrery: starts with a `hardware` column;
+// The microbenchmarks of validation/gpu/kernels.py, told apart by their headers (times in
+// microseconds, measured on `hardware`):
+//   matmul.csv       dtype,m,n,k,time_us,...          dtype bf16, f32 or tf32: dot_general [1, m, n, k]
+//   elementwise.csv  op,dtype,elements,time_us,...    add, mul_scalar, exp, gelu_tanh, silu, copy, convert
+//   reduction.csv    op,dtype,rows,cols,time_us,...   sum (f32 result), softmax, layer_norm, rms_norm
+//   conv.csv         pass,dtype,n,c,h,w,k,r,s,stride,pad,time_us,...  a 2-D NCHW-described layer; pass
+//                    fwd, dgrad or wgrad, each as the StableHLO convolution JAX's transpose rules emit
+//                    (dgrad: the output gradient dilated by the stride against the flipped kernel;
+//                    wgrad: the input, batch and feature dimensions swapped, against the output
+//                    gradient dilated by the stride)
+// Signatures follow the counting layer: an add reads two operands, exp weighs 8 FLOPs, silu 17, a
+// gelu 8; softmax 5 FLOPs per element, layer_norm 7, rms_norm 4 (as the LLMCompass and Vidur readers).
+bool gpu_microbenchmark_file(const std::string& path);
+std::vector<MeasuredOp> read_gpu_microbenchmark_csv(const std::string& path, const std::string& hardware);
+// Any of the formats, told apart by the header (Orrery: starts with a `hardware` column;
 // Vidur: has time_stats.* columns) or the file name (LLMCompass: matmul_, gelu_, layernorm_,
 // softmax_ followed by the device).
-std::vector<KernelMeasurement> read_kernel_table(const std::string& path);
+// validation/gpu microbenchmarks carry no device column: `hardware` names it (an error without).
+std::vector<KernelMeasurement> read_kernel_table(const std::string& path, const std::string& hardware = "");
 
 // Orrery's format, with a header; times in microseconds to 9 significant digits.
 void write_orrery_table(std::ostream& out, const std::vector<KernelMeasurement>& rows);

@@ -149,8 +149,19 @@ OpSignature convolution_signature(std::string kind, ElementType type, const Conv
   op.conv = shape;
   const std::uint64_t groups = shape.feature_groups == 0 ? 1 : shape.feature_groups;
   const std::uint64_t inputs_per_output = shape.kernel_volume() * shape.input_features / groups;
-  op.flops = Flops{2.0 * static_cast<double>(shape.output_pixels()) *
-                   static_cast<double>(shape.output_features) * static_cast<double>(inputs_per_output)};
+  // Only the (output, kernel) pairs that land on a real input element multiply, as the counting
+  // layer counts a StableHLO convolution (without padding or dilation: output x kernel).
+  double positions = 1.0;
+  for (std::uint32_t d = 0; d < shape.spatial_rank && d < 3; ++d) {
+    const auto s = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+    positions *= static_cast<double>(valid_window_positions(
+        s(shape.input_size[d]), s(shape.kernel_size[d]), s(shape.output_size[d]), s(shape.stride[d]),
+        s(shape.padding_low[d]), s(shape.input_dilation[d]), s(shape.kernel_dilation[d])));
+  }
+  const std::uint64_t batch_groups = shape.batch_groups == 0 ? 1 : shape.batch_groups;
+  op.flops = Flops{2.0 * static_cast<double>(shape.input_features / groups) *
+                   static_cast<double>(shape.output_features) *
+                   static_cast<double>(shape.batch / batch_groups) * positions};
   const std::uint64_t input = shape.batch * shape.input_features * product(shape.input_size, shape.spatial_rank);
   const std::uint64_t kernel = inputs_per_output * shape.output_features;
   op.bytes_read = Bytes{storage_bytes(type, input + kernel)};

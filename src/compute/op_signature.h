@@ -119,7 +119,9 @@ struct OpSignatureHash {
 // A GEMM: flops = 2 * batch * m * n * k; reads batch * (m*k + k*n) elements, writes batch * m * n.
 OpSignature gemm_signature(std::string kind, ElementType type, GemmShape shape);
 
-// A convolution (im2col view): flops = 2 * output_pixels * C_out * kernel_volume * C_in / groups;
+// A convolution: flops = 2 * (C_in / groups) * C_out * (batch / batch groups) * prod_d V_d, V_d the
+// (output, kernel) index pairs of dimension d that land on a real input element
+// (valid_window_positions; without padding or dilation output * kernel, the im2col count);
 // reads the input (batch * C_in * prod(input_size)) and the kernel (kernel_volume * C_in / groups *
 // C_out), writes output_pixels * C_out elements.
 OpSignature convolution_signature(std::string kind, ElementType type, const ConvShape& shape);

@@ -170,7 +170,9 @@ class YamlReader {
         typename T::mapped_type value{};
         const std::string key = it->first.Scalar();
         read_value(it->second, join(path, key), value, bounds);
-        out.emplace(key, std::move(value));
+        if (!out.emplace(key, std::move(value)).second) {  // YAML would silently keep one of the two
+          error_at(it->first, join(path, key), "duplicate key");
+        }
       }
     } else if constexpr (IsVariant<T>::value) {
       read_variant(node, path, out);

@@ -3,12 +3,14 @@
 // ResNet-50 training step of Hespas' fixtures (MIT; the op lines below are copied verbatim from
 // ../shared/data/stablehlo/hespas/resnet50_train_step_4dev_b1024.mlir) and the Llama3-100M step,
 // which is read in place (no licence found: not copied).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <memory>
 #include <string>
 
+#include "compute/kernel_table.h"
 #include "compute/op_counting.h"
 #include "config/loader.h"
 #include "frontend/stablehlo/stablehlo.h"
@@ -221,6 +223,64 @@ TEST(Counting, ResNetConvolutionsForwardAndBackwardCountAlike) {
   // Bytes: both operands read, the result written (f16).
   EXPECT_EQ(c.ops[0].signature.bytes_read.count, (256ULL * 224 * 224 * 3 + 7 * 7 * 3 * 64) * 2);
   EXPECT_EQ(c.ops[0].signature.bytes_written.count, 256ULL * 112 * 112 * 64 * 2);
+}
+
+// The validation/gpu convolution microbenchmarks (kernels.py: NCHW-described layers with symmetric
+// padding, pass fwd / dgrad / wgrad) are keyed as the StableHLO JAX emits for each pass: their
+// signatures equal the counted ones of these ops (validation/gpu/data/programs/resnet50, lines 4,
+// 6109, 2663, 3621, 3619, 659, 5492 and 5490: the stem, a 3x3 stride-2 and a 1x1 stride-2 layer),
+// padding and dilation included, so a table built from them matches the export's convolutions.
+constexpr const char* kGpuResNetConvolutions = R"(
+func.func @main(%x: tensor<128x224x224x3xbf16>, %w: tensor<7x7x3x64xbf16>, %dy: tensor<128x112x112x64xbf16>,
+                %a: tensor<128x14x14x512xbf16>, %k: tensor<3x3x512x512xbf16>, %g: tensor<128x7x7x512xbf16>,
+                %c: tensor<128x56x56x256xbf16>, %e: tensor<1x1x256x512xbf16>, %d: tensor<128x28x28x512xbf16>) -> () {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[3, 3], [3, 3]], lhs_dilate = [1, 1], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x224x224x3xbf16>, tensor<7x7x3x64xbf16>) -> tensor<128x112x112x64xbf16>
+  %1 = stablehlo.convolution(%x, %dy) dim_numbers = [f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f], window = {stride = [1, 1], pad = [[3, 2], [3, 2]], lhs_dilate = [1, 1], rhs_dilate = [2, 2], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x224x224x3xbf16>, tensor<128x112x112x64xbf16>) -> tensor<7x7x3x64xbf16>
+  %2 = stablehlo.convolution(%a, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[1, 1], [1, 1]], lhs_dilate = [1, 1], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x14x14x512xbf16>, tensor<3x3x512x512xbf16>) -> tensor<128x7x7x512xbf16>
+  %3 = stablehlo.convolution(%g, %k) dim_numbers = [b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 2], [1, 2]], lhs_dilate = [2, 2], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x7x7x512xbf16>, tensor<3x3x512x512xbf16>) -> tensor<128x14x14x512xbf16>
+  %4 = stablehlo.convolution(%a, %g) dim_numbers = [f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f], window = {stride = [1, 1], pad = [[1, 0], [1, 0]], lhs_dilate = [1, 1], rhs_dilate = [2, 2], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x14x14x512xbf16>, tensor<128x7x7x512xbf16>) -> tensor<3x3x512x512xbf16>
+  %5 = stablehlo.convolution(%c, %e) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [2, 2], pad = [[0, 0], [0, 0]], lhs_dilate = [1, 1], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x56x56x256xbf16>, tensor<1x1x256x512xbf16>) -> tensor<128x28x28x512xbf16>
+  %6 = stablehlo.convolution(%d, %e) dim_numbers = [b, 0, 1, f]x[0, 1, o, i]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[0, 1], [0, 1]], lhs_dilate = [2, 2], rhs_dilate = [1, 1], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x28x28x512xbf16>, tensor<1x1x256x512xbf16>) -> tensor<128x56x56x256xbf16>
+  %7 = stablehlo.convolution(%c, %d) dim_numbers = [f, 0, 1, b]x[i, 0, 1, o]->[0, 1, b, f], window = {stride = [1, 1], pad = [[0, -1], [0, -1]], lhs_dilate = [1, 1], rhs_dilate = [2, 2], reverse = [false, false]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<128x56x56x256xbf16>, tensor<128x28x28x512xbf16>) -> tensor<1x1x256x512xbf16>
+  return
+}
+)";
+
+TEST(Counting, GpuConvolutionMicrobenchmarksMatchTheExportedConvolutions) {
+  const Counted c = count_all(kGpuResNetConvolutions);
+  ASSERT_EQ(c.ops.size(), 8U);
+  const auto csv = testing::write_temp("gpu_bench/conv.csv",
+                                       "pass,dtype,n,c,h,w,k,r,s,stride,pad,time_us,iters,method\n"
+                                       "fwd,bf16,128,3,224,224,64,7,7,2,3,900,2,eager\n"
+                                       "wgrad,bf16,128,3,224,224,64,7,7,2,3,600,2,eager\n"
+                                       "fwd,bf16,128,512,14,14,512,3,3,2,1,100,2,eager\n"
+                                       "dgrad,bf16,128,512,14,14,512,3,3,2,1,100,2,eager\n"
+                                       "wgrad,bf16,128,512,14,14,512,3,3,2,1,100,2,eager\n"
+                                       "fwd,bf16,128,256,56,56,512,1,1,2,0,100,2,eager\n"
+                                       "dgrad,bf16,128,256,56,56,512,1,1,2,0,100,2,eager\n"
+                                       "wgrad,bf16,128,256,56,56,512,1,1,2,0,100,2,eager\n");
+  const std::vector<MeasuredOp> bench = read_gpu_microbenchmark_csv(csv.string(), "H200");
+  ASSERT_EQ(bench.size(), 8U);
+  auto text = [](const ConvShape& s) {
+    auto three = [](const std::array<std::uint64_t, 3>& a) {
+      return fmt::format("{}x{}x{}", a[0], a[1], a[2]);
+    };
+    return fmt::format(
+        "batch {} in {} out {} groups {}/{} input {} kernel {} output {} stride {} pad {}-{} dilation {}/{}",
+        s.batch, s.input_features, s.output_features, s.feature_groups, s.batch_groups, three(s.input_size),
+        three(s.kernel_size), three(s.output_size), three(s.stride), three(s.padding_low),
+        three(s.padding_high), three(s.input_dilation), three(s.kernel_dilation));
+  };
+  for (std::size_t i = 0; i < bench.size(); ++i) {
+    const OpSignature& counted = c.ops[i].signature;
+    EXPECT_EQ(text(bench[i].op.conv), text(counted.conv)) << bench[i].label << " " << bench[i].source;
+    EXPECT_EQ(bench[i].op.table_shape(), counted.table_shape()) << bench[i].source;
+    EXPECT_DOUBLE_EQ(bench[i].op.flops.value, counted.flops.value) << bench[i].source;
+    EXPECT_EQ(bench[i].op.bytes_written, counted.bytes_written) << bench[i].source;
+    EXPECT_EQ(bench[i].op.element_type, ElementType::kBF16);
+    EXPECT_EQ(bench[i].hardware, "H200");
+  }
+  EXPECT_DOUBLE_EQ(bench[0].time_s, 900e-6);
 }
 
 TEST(Counting, GroupedConvolutions) {

@@ -78,7 +78,8 @@ TEST(Presets, CopiedFitValuesMatchTheA100Fit) {
   for (const std::string name : {"A100_40GB", "B200", "MI300X"}) {
     same(name, all);
   }
-  for (const std::string name : {"H100", "H200", "GH200"}) {
+  // H200 carries its own fit (validation/gpu kernels; tests/integration/compute_tool.sh).
+  for (const std::string name : {"H100", "GH200"}) {
     same(name, {OpClass::kTranscendental, OpClass::kGatherScatter, OpClass::kOther});
   }
 }
@@ -102,6 +103,17 @@ TEST(Presets, ErrorsNameFileLineAndKey) {
       << type_message;
   EXPECT_NE(type_message.find("roofline.efficiency.gemm.compute: 1.5 is out of range"), std::string::npos)
       << type_message;
+
+  // A class named twice in a mapping (YAML itself would silently keep one of the two values).
+  const auto duplicate = write_temp("bad/duplicate.yaml",
+                                    "roofline:\n  peak_tflops: {default: 1}\n  vector_tflops: 1\n"
+                                    "  memory_bandwidth_GBps: 100\n  efficiency:\n"
+                                    "    gemm: {compute: 0.5}\n    gemm: {compute: 0.7}\n");
+  const std::string duplicate_message = error_of([&] { (void)load_hardware(duplicate.string()); });
+  EXPECT_NE(
+      duplicate_message.find(duplicate.string() + ":7:5: error: roofline.efficiency.gemm: duplicate key"),
+      std::string::npos)
+      << duplicate_message;
 
   const auto no_roofline = write_temp("bad/no_roofline.yaml", "name: x\n");
   EXPECT_NE(error_of([&] { (void)load_hardware(no_roofline.string()); }).find("roofline: missing"), std::string::npos);

@@ -150,6 +150,76 @@ TEST(TableFormat, OrreryCsvRoundTripsAndReportsErrors) {
             std::string::npos);
 }
 
+TEST(TableFormat, GpuMicrobenchmarks) {
+  // validation/gpu/kernels.py's four CSVs, told apart by their headers; signatures as counted.
+  const auto matmul = write_temp("gpu_bench/matmul.csv",
+                                 "dtype,m,n,k,time_us,iters,method\n"
+                                 "bf16,64,128,256,2.5,1000,graph\ntf32,8192,8192,8192,2994,2,eager\n");
+  const std::vector<MeasuredOp> mm = read_gpu_microbenchmark_csv(matmul.string(), "H200");
+  ASSERT_EQ(mm.size(), 2U);
+  EXPECT_EQ(mm[0].op, gemm_signature("dot_general", ElementType::kBF16, {1, 64, 128, 256}));
+  EXPECT_EQ(mm[1].op.element_type, ElementType::kTF32);
+  EXPECT_DOUBLE_EQ(mm[1].time_s, 2994e-6);
+  EXPECT_EQ(mm[1].source, "matmul.csv:3");
+
+  const auto ew = write_temp("gpu_bench/elementwise.csv",
+                             "op,dtype,elements,time_us,iters,method\n"
+                             "add,f32,1024,3,1,graph\nconvert,bf16,1024,3,1,graph\n"
+                             "exp,bf16,1024,3,1,graph\ncopy,f32,1024,3,1,graph\n");
+  const std::vector<MeasuredOp> e = read_gpu_microbenchmark_csv(ew.string(), "H200");
+  ASSERT_EQ(e.size(), 4U);
+  EXPECT_EQ(e[0].op, elementwise_signature("add", OpClass::kElementwise, ElementType::kF32, 1024, 2, 1.0));
+  EXPECT_EQ(e[1].op.bytes_read.count, 2048U);     // bf16 in
+  EXPECT_EQ(e[1].op.bytes_written.count, 4096U);  // f32 out
+  EXPECT_EQ(e[2].op.op_class, OpClass::kTranscendental);
+  EXPECT_EQ(e[3].op.op_class, OpClass::kDataMovement);
+
+  const auto red = write_temp("gpu_bench/reduction.csv",
+                              "op,dtype,rows,cols,time_us,iters,method\n"
+                              "sum,bf16,64,1024,3,1,graph\nrms_norm,bf16,64,1024,3,1,graph\n");
+  const std::vector<MeasuredOp> r = read_gpu_microbenchmark_csv(red.string(), "H200");
+  ASSERT_EQ(r.size(), 2U);
+  EXPECT_EQ(r[0].op.op_class, OpClass::kReduction);
+  EXPECT_EQ(r[0].op.table_shape(), (std::vector<std::uint64_t>{64, 1024}));
+  EXPECT_EQ(r[0].op.bytes_written.count, 64U * 4U);
+  EXPECT_EQ(r[1].op.op_class, OpClass::kNormalisation);
+
+  // As a table they need the device named; rows then carry it.
+  EXPECT_NE(error_of([&] { (void)read_kernel_table(matmul.string()); }).find("names no device"),
+            std::string::npos);
+  EXPECT_EQ(read_kernel_table(matmul.string(), "H200").front().hardware, "H200");
+
+  // Bad rows name file:line and the column.
+  const auto bad_type = write_temp("gpu_bench/bad_type.csv", "dtype,m,n,k,time_us\nf16,64,64,64,2\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(bad_type.string(), "H200");
+            }).find(bad_type.string() + ":2: error: column 'dtype': expected bf16, f32 or tf32, got 'f16'"),
+            std::string::npos);
+  const auto bad_op =
+      write_temp("gpu_bench/bad_op.csv", "op,dtype,elements,time_us\nadd,f32,8,1\ncos,f32,8,1\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(bad_op.string(), "H200");
+            }).find(bad_op.string() + ":3: error: column 'op': unknown elementwise op 'cos'"),
+            std::string::npos);
+  const auto bad_time = write_temp("gpu_bench/bad_time.csv", "op,dtype,rows,cols,time_us\nsum,f32,8,8,0\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(bad_time.string(), "H200");
+            }).find(bad_time.string() + ":2: error: a kernel time must be positive"),
+            std::string::npos);
+  const auto bad_conv = write_temp("gpu_bench/bad_conv.csv",
+                                   "pass,dtype,n,c,h,w,k,r,s,stride,pad,time_us\n"
+                                   "bwd,bf16,1,1,8,8,1,3,3,1,1,5\nfwd,bf16,1,1,2,2,1,7,7,1,1,5\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(bad_conv.string(), "H200");
+            }).find(bad_conv.string() + ":2: error: column 'pass': expected fwd, dgrad or wgrad, got 'bwd'"),
+            std::string::npos);
+  const auto not_bench = write_temp("gpu_bench/other.csv", "a,b\n1,2\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(not_bench.string(), "H200");
+            }).find("not a validation/gpu microbenchmark CSV"),
+            std::string::npos);
+}
+
 TEST(TableFormat, VidurColumnsAndUnits) {
   const std::filesystem::path data = testing::shared_compute_data();
   ORRERY_SKIP_WITHOUT_SHARED_DATA(data);

@@ -4,7 +4,8 @@
 //                 and prints (or, with --write, rewrites) the FITTED block of a preset file
 //   validate      writes docs/validation/compute.md: every estimator against the measured kernel
 //                 times in ../shared/data/compute, and the systolic model against SCALE-Sim
-//   export-table  converts kernel tables (Vidur, LLMCompass, Orrery) into Orrery's table format
+//   export-table  converts kernel tables (Vidur, LLMCompass, validation/gpu microbenchmarks, Orrery)
+//                 into Orrery's table format
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -29,7 +30,8 @@ using namespace orrery::compute;
 constexpr std::string_view kBegin = "  # BEGIN FITTED";
 constexpr std::string_view kEnd = "  # END FITTED";
 
-std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>& inputs) {
+std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>& vidur_inputs,
+                         const std::vector<std::string>& kernel_inputs) {
   std::string block = fmt::format(
       "{} (written by `orrery_compute_tool fit-roofline`; do not edit by hand)\n"
       "  launch_overhead_us: {:.2f}\n"
@@ -52,27 +54,61 @@ std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>&
           name(OpClass::kConvolution), class_fit.efficiency.compute, class_fit.efficiency.memory);
     }
   }
-  std::vector<std::string> names;
-  for (const std::string& input : inputs) {
-    names.push_back(fs::path(input).filename().string());
-  }
+  std::vector<std::string> sources;
+  auto add = [&](std::string_view what, const std::vector<std::string>& inputs) {
+    std::vector<std::string> names;
+    for (const std::string& input : inputs) {
+      names.push_back(fs::path(input).filename().string());
+    }
+    if (!names.empty()) {
+      sources.push_back(fmt::format("{} {}", what, fmt::join(names, ", ")));
+    }
+  };
+  add("Vidur", vidur_inputs);
+  add("validation/gpu microbenchmarks", kernel_inputs);
   block += fmt::format(
-      "  provenance: \"fitted by orrery_compute_tool fit-roofline (least squares in log time, grid search) on {} "
-      "measured kernel times: Vidur {}\"\n",
-      fit.rows, fmt::join(names, ", "));
+      "  provenance: \"fitted by orrery_compute_tool fit-roofline (least squares in log time, grid search) "
+      "on {} "
+      "measured kernel times: {}\"\n",
+      fit.rows, fmt::join(sources, "; "));
   block += std::string(kEnd) + "\n";
   return block;
 }
 
-int fit_command(const std::string& preset_file, const std::vector<std::string>& vidur_files, bool write) {
+int fit_command(const std::string& preset_file, const std::vector<std::string>& vidur_files,
+                const std::vector<std::string>& kernel_files, bool write) {
   const Hardware hardware = hardware_from_config(read_preset_file(preset_file), preset_file);
   std::vector<MeasuredOp> measured;
   for (const std::string& file : vidur_files) {
     std::vector<MeasuredOp> more = read_vidur_mlp_csv(file, hardware.name);
     measured.insert(measured.end(), more.begin(), more.end());
   }
+  // The microbenchmarks re-run one set of buffers: a memory-bound kernel whose data fits in the
+  // on-chip cache then streams from the cache, which a training step's kernels (each reading what
+  // another wrote, most larger than the cache) do not. Such rows are left out; GEMMs and
+  // convolutions, which reuse their operands on chip by design, stay.
+  std::size_t cache_resident = 0;
+  for (const std::string& file : kernel_files) {
+    for (MeasuredOp& m : read_gpu_microbenchmark_csv(file, hardware.name)) {
+      const bool tiled = m.op.op_class == OpClass::kGemm || m.op.op_class == OpClass::kConvolution;
+      if (!tiled && m.op.bytes() <= hardware.on_chip_memory) {
+        ++cache_resident;
+        continue;
+      }
+      measured.push_back(std::move(m));
+    }
+  }
+  if (measured.empty()) {
+    throw OrreryError(ErrorCode::kInvalidInput,
+                      "fit-roofline: no kernel times (give --vidur or --kernels files)");
+  }
   const RooflineFit fit = fit_roofline(measured, hardware);
-  const std::string block = fitted_block(fit, vidur_files);
+  std::string block = fitted_block(fit, vidur_files, kernel_files);
+  if (cache_resident > 0) {
+    const auto at = block.rfind("\"\n");
+    block.insert(at, fmt::format(" ({} memory-bound rows that fit in the {:.0f} MB on-chip cache left out)",
+                                 cache_resident, hardware.on_chip_memory.as_double() / 1e6));
+  }
   if (!write) {
     std::cout << block;
     return 0;
@@ -91,10 +127,11 @@ int fit_command(const std::string& preset_file, const std::vector<std::string>& 
   return 0;
 }
 
-int export_command(const std::vector<std::string>& inputs, const std::string& output) {
+int export_command(const std::vector<std::string>& inputs, const std::string& hardware,
+                   const std::string& output) {
   std::vector<KernelMeasurement> rows;
   for (const std::string& input : inputs) {
-    std::vector<KernelMeasurement> more = read_kernel_table(input);
+    std::vector<KernelMeasurement> more = read_kernel_table(input, hardware);
     for (KernelMeasurement& row : more) {
       row.source = fmt::format("{} ({})", row.source, fs::path(input).filename().string());
     }
@@ -115,10 +152,15 @@ int main(int argc, char** argv) {
 
   std::string preset_file;
   std::vector<std::string> vidur_files;
+  std::vector<std::string> kernel_files;
   bool write = false;
   CLI::App* fit = app.add_subcommand("fit-roofline", "Fit roofline efficiencies and launch overhead to kernel times");
   fit->add_option("--preset", preset_file, "Preset YAML file whose peaks the fit uses")->required();
-  fit->add_option("--vidur", vidur_files, "Vidur per-op CSV(s) measured on the preset's device")->required();
+  fit->add_option("--vidur", vidur_files, "Vidur per-op CSV(s) measured on the preset's device");
+  fit->add_option(
+      "--kernels", kernel_files,
+      "validation/gpu microbenchmark CSV(s) (matmul, elementwise, reduction, conv) measured on the "
+      "preset's device");
   fit->add_flag("--write", write, "Rewrite the preset's FITTED block instead of printing it");
 
   std::string data_dir;
@@ -128,9 +170,13 @@ int main(int argc, char** argv) {
   validate->add_option("--out", output, "The page to write (docs/validation/compute.md)")->required();
 
   std::vector<std::string> inputs;
+  std::string export_hardware;
   CLI::App* exporter = app.add_subcommand("export-table", "Convert kernel tables to Orrery's format");
   exporter->add_option("inputs", inputs, "Vidur, LLMCompass or Orrery tables")->required();
   exporter->add_option("--out", output, "Output CSV")->required();
+  exporter->add_option(
+      "--hardware", export_hardware,
+      "The preset validation/gpu microbenchmark CSVs were measured on (they name no device)");
 
   try {
     app.parse(argc, argv);
@@ -139,14 +185,14 @@ int main(int argc, char** argv) {
   }
   try {
     if (fit->parsed()) {
-      return fit_command(preset_file, vidur_files, write);
+      return fit_command(preset_file, vidur_files, kernel_files, write);
     }
     if (validate->parsed()) {
       std::ofstream(output) << validation_report(fs::path(data_dir));
       std::cout << "wrote " << output << "\n";
       return 0;
     }
-    return export_command(inputs, output);
+    return export_command(inputs, export_hardware, output);
   } catch (const OrreryError& error) {
     std::fprintf(stderr, "orrery_compute_tool: %s\n", error.what());
     return 2;
