@@ -9,7 +9,7 @@ data=${ORRERY_SHARED_DATA:-$root/../shared/data}
 out=$root/docs/validation
 mkdir -p "$out"
 # A step that fails leaves no partial file behind to be committed by mistake.
-trap 'rm -f "$out/end-to-end.collectives.tmp"' EXIT
+trap 'rm -f "$out/end-to-end.collectives.tmp" "$out/gpu.md.tmp"' EXIT
 if [[ ! -d "$data" ]]; then
   echo "validate: shared data not found at $data (set ORRERY_SHARED_DATA)" >&2
   exit 1
@@ -48,6 +48,13 @@ astra_sim() {
     --reference "$data/../reference/validation.md" > "$out/astra-sim.md"
 }
 run_step astra-sim astra_sim
+# gpu: the training steps measured on a GPU for this project (validation/gpu/data, in the repository)
+# against Orrery's single-device predictions, per estimator.
+gpu() {
+  /usr/bin/python3 "$root/tools/validate_gpu.py" --orrery "$build/orrery" --root "$root" > "$out/gpu.md.tmp"
+  mv "$out/gpu.md.tmp" "$out/gpu.md"
+}
+run_step gpu gpu
 
 # --- index -----------------------------------------------------------------------------------------
 {

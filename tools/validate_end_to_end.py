@@ -18,6 +18,8 @@ import tempfile
 
 import pandas as pd
 
+from presets import datasheet_preset
+
 # Scenario per workload of hespas_refs.csv (the file itself comes from the CSV's workload_file).
 SCENARIOS = {
     "llama3-100m": "configs/scenarios/llama3-100m-4gpu.yaml",
@@ -66,33 +68,6 @@ def configurations(data, datasheet_preset, fit):
 # as XLA's GPU pipeline does with its default 30 MiB threshold (system.combine_threshold_bytes), since
 # the measured programs ran compiled by XLA. Both are XLA's documented defaults, not fitted.
 FROZEN = "table for GEMMs, fitted roofline else"
-
-
-def datasheet_preset(root, work, name="A100_40GB"):
-    """The preset with every achievable fraction 1 and no launch overhead (a plain datasheet roofline)."""
-    lines = open(os.path.join(root, "configs/hardware", name + ".yaml")).read().splitlines()
-    out = []
-    skipping = False
-    for line in lines:
-        stripped = line.strip()
-        if skipping and line.startswith("      "):
-            continue
-        skipping = False
-        if stripped.startswith("launch_overhead_us:"):
-            out.append(line[:len(line) - len(line.lstrip())] + "launch_overhead_us: 0")
-        elif stripped.startswith("efficiency:"):
-            indent = line[:len(line) - len(line.lstrip())]
-            out.append(indent + "efficiency:")
-            out.append(indent + "  default: {compute: 1.0, memory: 1.0}")
-            skipping = True
-        elif stripped.startswith("provenance:"):
-            out.append(line[:len(line) - len(line.lstrip())] + 'provenance: "datasheet peaks, efficiency 1"')
-        else:
-            out.append(line)
-    path = os.path.join(work, name + "_datasheet.yaml")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
-    return path
 
 
 def run(orrery, scenario, overrides, out, mpirun=None, processes=1):

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU ground truth of validation/gpu (issue 7): Orrery reads every StableHLO export there (the
+# single-device training steps as one-partition programs, the sharded lowerings as pre-partitioning
+# modules with their partition counts), costs the ResNet-50 export's convolutions from the H200
+# table's measured rows, and tools/validate_gpu.py (`make validate`'s gpu step) writes its page.
+set -uo pipefail
+orrery=$1
+source_dir=$2
+source "$(dirname "$0")/expect.sh"
+data=$source_dir/validation/gpu/data
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for export in "$data"/programs/*.stablehlo.mlir.xz; do
+  name=$(basename "$export" .stablehlo.mlir.xz)
+  xz -dc "$export" > "$work/$name.mlir"
+  expect "reads_$name" 0 "1 partition(s), 1 replica(s)" -- "$orrery" inspect --strict "$work/$name.mlir"
+done
+count=0
+for export in "$data"/sharded/*.pre.mlir.xz; do
+  name=$(basename "$export" .pre.mlir.xz)
+  mesh=${name#*.}
+  devices=$(echo "$mesh" | grep -o '[0-9]*' | awk '{p = (NR == 1 ? $1 : p * $1)} END {print p}')
+  [[ $mesh == dp2tp4 ]] && devices=8
+  xz -dc "$export" > "$work/sharded.mlir"
+  expect "reads_$name" 0 "$devices partition(s), 1 replica(s), form pre-partitioning" \
+    -- "$orrery" inspect "$work/sharded.mlir"
+  count=$((count + 1))
+done
+[[ $count -eq 21 ]] && echo "ok   sharded_exports_21" || fail "sharded_exports: $count of 21"
+
+# Every convolution of the ResNet-50 export finds its own measured row: with a table of the
+# convolution rows alone, each of the 158 convolution kernels costs exactly one shape's measured
+# time (an interpolated or scaled estimate would not).
+grep -E '^(hardware|H200,convolution)' "$source_dir/configs/tables/H200_kernels.csv" > "$work/conv_table.csv"
+"$orrery" --log-level error inspect "$work/resnet50.mlir" --cost --hardware H200 --estimator table \
+  --table "$work/conv_table.csv" --top 5000 > "$work/resnet50.txt" || fail "resnet50_table_cost: inspect failed"
+if python3 - "$work/resnet50.txt" "$work/conv_table.csv" <<'PY'
+import sys
+by_shape = {}  # rows of one shape (a 1x1 layer's forward and another's backward-data) are averaged
+for line in open(sys.argv[2]).read().splitlines()[1:]:
+    f = line.split(",")
+    by_shape.setdefault(f[4], []).append(float(f[5]) * 1e-6)
+times = [sum(v) / len(v) for v in by_shape.values()]
+kernels = [line.split() for line in open(sys.argv[1]) if "stablehlo.convolution," in line]
+assert len(kernels) == 158, len(kernels)
+for k in kernels:
+    each = float(k[0]) / int(k[1])
+    assert any(abs(each - t) <= 1e-4 * t for t in times), ("no measured row gives", k)  # 6 digits printed
+print("ok   resnet50_convolutions_from_the_table (158 kernels, each a measured row)")
+PY
+then :; else fail "resnet50_convolutions_from_the_table"; fi
+
+expect validate_gpu_page 0 "## Step times" -- python3 "$source_dir/tools/validate_gpu.py" --orrery "$orrery" \
+  --root "$source_dir"
+exit $((failures > 0))
