@@ -18,14 +18,14 @@ gpu=$source_dir/validation/gpu/data/kernels
 cp "$source_dir/configs/hardware/H200.yaml" "$work/H200.yaml"
 expect h200_fit_writes 0 "memory-bound rows that fit in the 50 MB on-chip cache left out" \
   -- "$tool" fit-roofline --preset "$work/H200.yaml" --write \
-  --kernels "$gpu/matmul.csv" "$gpu/elementwise.csv" "$gpu/reduction.csv" "$gpu/conv.csv"
+  --kernels "$gpu/matmul.csv" "$gpu/elementwise.csv" "$gpu/reduction.csv" "$gpu/conv.csv" "$gpu/../repeat/kernels/conv.csv"
 if diff -u "$source_dir/configs/hardware/H200.yaml" "$work/H200.yaml"; then
   echo "ok   h200_fit_reproduces_preset"
 else
   fail "h200_fit_reproduces_preset: the rewritten preset differs (above)"
 fi
-expect h200_export 0 "wrote 2660 rows" -- "$tool" export-table --hardware H200 --out "$work/H200_kernels.csv" \
-  "$gpu/matmul.csv" "$gpu/elementwise.csv" "$gpu/reduction.csv" "$gpu/conv.csv"
+expect h200_export 0 "wrote 2834 rows" -- "$tool" export-table --hardware H200 --out "$work/H200_kernels.csv" \
+  "$gpu/matmul.csv" "$gpu/elementwise.csv" "$gpu/reduction.csv" "$gpu/conv.csv" "$gpu/../repeat/kernels/conv.csv"
 if cmp -s "$source_dir/configs/tables/H200_kernels.csv" "$work/H200_kernels.csv"; then
   echo "ok   h200_export_reproduces_table"
 else

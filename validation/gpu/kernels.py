@@ -182,10 +182,14 @@ def resnet_convs(batch=128):
     return sorted(convs)
 
 
+CONV_BATCHES = [128]
+
+
 def conv(out):
     torch.backends.cudnn.benchmark = True
     rows = []
-    for (n, c, h, w, k, r, s, stride, pad) in resnet_convs():
+    layers = sorted({layer for b in CONV_BATCHES for layer in resnet_convs(b)})
+    for (n, c, h, w, k, r, s, stride, pad) in layers:
         x = torch.randn(n, c, h, w, device=DEV, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
         wt = torch.randn(k, c, r, s, device=DEV, dtype=torch.bfloat16).to(memory_format=torch.channels_last)
         y = F.conv2d(x, wt, stride=stride, padding=pad)
@@ -219,9 +223,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--matmul-seconds", type=float, default=150)
+    ap.add_argument("--conv-batches", default="128", help="batch sizes of the ResNet convolutions (comma-separated)")
     ap.add_argument("families", nargs="*", default=["elementwise", "reduction", "conv", "matmul"])
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    CONV_BATCHES[:] = [int(b) for b in a.conv_batches.split(",")]
     torch.manual_seed(0)
     print("torch", torch.__version__, torch.cuda.get_device_name(0), "cuBLAS/cuDNN",
           torch.backends.cudnn.version(), flush=True)

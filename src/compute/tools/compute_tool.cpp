@@ -6,9 +6,10 @@
 //                 times in ../shared/data/compute, and the systolic model against SCALE-Sim
 //   export-table  converts kernel tables (Vidur, LLMCompass, validation/gpu microbenchmarks, Orrery)
 //                 into Orrery's table format
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -29,6 +30,36 @@ using namespace orrery::compute;
 
 constexpr std::string_view kBegin = "  # BEGIN FITTED";
 constexpr std::string_view kEnd = "  # END FITTED";
+
+// Each input by its file name, or by as many trailing path components as tell it from the others
+// (validation/gpu's data/kernels/conv.csv and data/repeat/kernels/conv.csv).
+std::vector<std::string> distinct_names(const std::vector<std::string>& inputs) {
+  auto suffix = [](const std::string& path, std::size_t parts) {
+    std::vector<std::string> all;
+    for (const auto& part : fs::path(path).lexically_normal()) {
+      all.push_back(part.string());
+    }
+    fs::path out;
+    for (std::size_t i = all.size() > parts ? all.size() - parts : 0; i < all.size(); ++i) {
+      out /= all[i];
+    }
+    return out.generic_string();
+  };
+  std::vector<std::string> names;
+  for (const std::string& input : inputs) {
+    std::size_t parts = 1;
+    auto clashes = [&] {
+      return std::count_if(inputs.begin(), inputs.end(), [&](const std::string& other) {
+               return suffix(other, parts) == suffix(input, parts);
+             }) > 1;
+    };
+    while (parts < 8 && clashes()) {
+      ++parts;
+    }
+    names.push_back(suffix(input, parts));
+  }
+  return names;
+}
 
 std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>& vidur_inputs,
                          const std::vector<std::string>& kernel_inputs) {
@@ -56,10 +87,7 @@ std::string fitted_block(const RooflineFit& fit, const std::vector<std::string>&
   }
   std::vector<std::string> sources;
   auto add = [&](std::string_view what, const std::vector<std::string>& inputs) {
-    std::vector<std::string> names;
-    for (const std::string& input : inputs) {
-      names.push_back(fs::path(input).filename().string());
-    }
+    const std::vector<std::string> names = distinct_names(inputs);
     if (!names.empty()) {
       sources.push_back(fmt::format("{} {}", what, fmt::join(names, ", ")));
     }
@@ -130,10 +158,11 @@ int fit_command(const std::string& preset_file, const std::vector<std::string>& 
 int export_command(const std::vector<std::string>& inputs, const std::string& hardware,
                    const std::string& output) {
   std::vector<KernelMeasurement> rows;
-  for (const std::string& input : inputs) {
-    std::vector<KernelMeasurement> more = read_kernel_table(input, hardware);
+  const std::vector<std::string> names = distinct_names(inputs);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<KernelMeasurement> more = read_kernel_table(inputs[i], hardware);
     for (KernelMeasurement& row : more) {
-      row.source = fmt::format("{} ({})", row.source, fs::path(input).filename().string());
+      row.source = fmt::format("{} ({})", row.source, names[i]);
     }
     rows.insert(rows.end(), more.begin(), more.end());
   }
