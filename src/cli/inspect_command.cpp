@@ -239,6 +239,10 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
   command->add_option("--fusion", options->costing.fusion,
                       "With --cost: how ops become kernels: none, elementwise or regions (default, as a "
                       "scenario's compute.fusion)");
+  command->add_flag(
+      "--no-inline", options->costing.no_inline,
+      "With --cost: keep func.call boundaries (kernels do not span them) instead of inlining every call "
+      "as XLA does (a scenario's compute.inline_calls: false)");
   command->add_option("--f32-matmul", options->costing.f32_matmul,
                       "With --cost: what f32 matmuls of DEFAULT precision run in: tf32 (default) or f32");
   command->add_option("--top", options->costing.top,

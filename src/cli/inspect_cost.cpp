@@ -7,6 +7,7 @@
 #include "compute/hardware.h"
 #include "compute/program_costs.h"
 #include "util/error.h"
+#include "workload/program_builder.h"
 
 namespace orrery::cli {
 namespace {
@@ -48,7 +49,7 @@ config::ComputeConfig compute_config(const InspectCostOptions& options) {
 }
 
 struct ModuleCost {
-  const workload::Program* program;
+  std::shared_ptr<const workload::Program> program;  // inlined unless --no-inline
   compute::ProgramCosts costs;
   ExecutionTotals totals;
 };
@@ -241,8 +242,12 @@ int print_costs(const std::string& file, const std::vector<frontend::stablehlo::
   const compute::CostOptions cost_options = compute::CostOptions::from(config);
   std::vector<ModuleCost> costs;
   for (const auto& module : modules) {
-    ModuleCost m{module.program.get(), compute::cost_program(*module.program, model, cost_options), {}};
-    m.totals = compute::execution_totals(*module.program, m.costs);
+    std::shared_ptr<const workload::Program> program = module.program;
+    if (!options.no_inline) {  // as a scenario's compute.inline_calls (default true)
+      program = workload::ProgramBuilder::inline_calls(*program);
+    }
+    ModuleCost m{program, compute::cost_program(*program, model, cost_options), {}};
+    m.totals = compute::execution_totals(*program, m.costs);
     costs.push_back(std::move(m));
   }
   if (json) {

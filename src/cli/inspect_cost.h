@@ -17,6 +17,7 @@ struct InspectCostOptions {
   std::string plugin;                 // --plugin, for the plugin estimator
   std::string f32_matmul = "tf32";
   std::string fusion = "regions";     // --fusion: none, elementwise or regions (the scenario default)
+  bool no_inline = false;             // --no-inline: keep calls as boundaries (compute.inline_calls false)
   std::size_t top = 0;                // --top: list this many kernels, costliest (time x executions) first
 };
 

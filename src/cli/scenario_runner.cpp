@@ -17,6 +17,7 @@
 #include "pdes/mpi_communicator.h"
 #include "system/rank_set.h"
 #include "util/assert.h"
+#include "workload/program_builder.h"
 
 namespace orrery::cli {
 namespace {
@@ -166,6 +167,9 @@ std::shared_ptr<const workload::Program> load_program(const config::ProgramConfi
 void add_program(std::shared_ptr<const workload::Program> program, std::string label,
                  std::vector<std::uint32_t> ranks, std::uint32_t replicas, const config::Scenario& scenario,
                  compute::ComputeModel& compute_model, system::SimulationInput& input, RunResult& result) {
+  if (scenario.compute.inline_calls) {  // as XLA does before it fuses (compute.inline_calls)
+    program = workload::ProgramBuilder::inline_calls(*program);
+  }
   compute::ProgramCosts costs =
       compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));
   for (const compute::OpCost& cost : costs.ops) {

@@ -156,6 +156,7 @@ struct ComputeConfig : EstimatorChoice {
   std::vector<EstimatorRule> rules;
   bool memoise = true;
   FusionMode fusion = FusionMode::kRegions;
+  bool inline_calls = true;
   F32MatmulPrecision f32_matmul = F32MatmulPrecision::kTf32;
 
   template <class V>
@@ -169,6 +170,11 @@ struct ComputeConfig : EstimatorChoice {
       "op is a kernel), elementwise (chains of elementwise ops join their producer's kernel) or regions "
       "(XLA-style loop and input fusion: connected elementwise, data-movement and reduction ops form "
       "one kernel that reads its inputs once and writes only what leaves it).");
+    v("inline_calls", inline_calls,
+      "Inline every func.call before costing, as XLA does before it fuses (its CallInliner), so that "
+      "kernels form across function boundaries (JAX writes jax.nn functions, where, take and custom "
+      "derivatives as private functions). false keeps each call a boundary: its results are written "
+      "out and read back (docs/compute.md, \"Fusion\").");
     v("f32_matmul", f32_matmul,
       "What f32 dot_general and convolution ops with DEFAULT precision compute in: tf32 (tensor "
       "cores; XLA's and JAX's GPU default) or f32. HIGH and HIGHEST precision always run in f32.");

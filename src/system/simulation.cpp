@@ -2280,14 +2280,32 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
       collective_info[p][info.op] = &info;
     }
     const double per = static_cast<double>(programs[p]->ranks().size()) * std::max<std::uint32_t>(completed, 1);
+    // One entry per source op: the copies of an inlined callee's op (compute.inline_calls) share its
+    // source offset and are summed (in integer ps), described by the first copy.
+    struct Source {
+      workload::OpId first;
+      std::uint64_t ps = 0;
+      std::uint64_t count = 0;
+    };
+    std::vector<Source> sources;
+    std::unordered_map<std::uint32_t, std::size_t> by_offset;
+    const workload::Program& program = programs[p]->program();
     for (std::size_t id = 0; id < op_ps[p].size(); ++id) {
       if (op_counts[p][id] == 0) {
         continue;
       }
       const auto op_id = static_cast<workload::OpId>(id);
-      const Candidate candidate{static_cast<double>(op_ps[p][id]) * 1e-12 / per, p, op_id,
-                                static_cast<double>(op_counts[p][id]) / per};
-      (collective_info[p].contains(op_id) ? collective_ops : compute_ops).push_back(candidate);
+      const auto [it, inserted] = by_offset.try_emplace(program.op(op_id).offset, sources.size());
+      if (inserted) {
+        sources.push_back(Source{op_id});
+      }
+      sources[it->second].ps += op_ps[p][id];
+      sources[it->second].count += op_counts[p][id];
+    }
+    for (const Source& source : sources) {
+      const Candidate candidate{static_cast<double>(source.ps) * 1e-12 / per, p, source.first,
+                                static_cast<double>(source.count) / per};
+      (collective_info[p].contains(source.first) ? collective_ops : compute_ops).push_back(candidate);
     }
   }
   auto keep_top = [&](std::vector<Candidate>& candidates, std::vector<OpTotal>& out) {

@@ -1,6 +1,9 @@
 #include "workload/program.h"
 
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "util/assert.h"
 #include "workload/program_builder.h"
@@ -341,6 +344,10 @@ void ProgramBuilder::set_block_ops(BlockId block, std::span<const OpId> ops) {
   program_->blocks_[block].ops = append(program_->block_ops_, ops);
 }
 
+void ProgramBuilder::set_payload_index(OpId op, std::uint32_t payload) {
+  program_->ops_[op].payload = payload;
+}
+
 OpId ProgramBuilder::add_op(OpKind kind, StringId name, BlockId block, std::uint32_t offset) {
   Op o;
   o.kind = kind;
@@ -440,6 +447,170 @@ void trim(std::vector<T>& table) {
   }
 }
 }  // namespace
+
+namespace {
+
+// Copies a program's functions into a builder, inlining calls (ProgramBuilder::inline_calls).
+class CallInliner {
+ public:
+  CallInliner(const Program& from, ProgramBuilder& to) : from_(from), to_(to) {}
+
+  RegionId copy_region(RegionId old_region, OpId new_parent, FunctionId function,
+                       std::unordered_map<std::uint64_t, ValueRef>& values) {
+    const RegionId region = to_.add_region(new_parent, function);
+    std::vector<BlockId> blocks;
+    for (const BlockId old_block : from_.blocks(from_.region(old_region))) {
+      const Block& b = from_.block(old_block);
+      const BlockId block = to_.add_block(region, b.offset, from_.argument_types(b));
+      for (std::uint32_t i = 0; i < b.arguments.count; ++i) {
+        values[ValueRef::block_argument(old_block, i).key()] = ValueRef::block_argument(block, i);
+      }
+      blocks.push_back(block);
+    }
+    to_.set_region_blocks(region, blocks);
+    std::size_t index = 0;
+    for (const BlockId old_block : from_.blocks(from_.region(old_region))) {
+      std::vector<OpId> ops;
+      for (const OpId op : from_.ops(from_.block(old_block))) {
+        copy_op(op, blocks[index], function, values, ops);
+      }
+      to_.set_block_ops(blocks[index], ops);
+      ++index;
+    }
+    return region;
+  }
+
+ private:
+  static ValueRef mapped(const std::unordered_map<std::uint64_t, ValueRef>& values, ValueRef v) {
+    const auto it = values.find(v.key());
+    return it == values.end() ? v : it->second;
+  }
+
+  // The callee's one block, when the call can be inlined.
+  std::optional<BlockId> inlinable(const Op& op) const {
+    if (op.kind != OpKind::kCall || !from_.has_payload(op)) {
+      return std::nullopt;
+    }
+    const FunctionId callee = from_.call(op).callee;
+    if (callee == kNoId || active_.contains(callee)) {
+      return std::nullopt;
+    }
+    const Function& f = from_.function(callee);
+    if (f.body == kNoId || from_.blocks(from_.region(f.body)).size() != 1) {
+      return std::nullopt;
+    }
+    const BlockId entry = from_.blocks(from_.region(f.body)).front();
+    const auto ops = from_.ops(from_.block(entry));
+    if (ops.empty() || from_.op(ops.back()).kind != OpKind::kReturn ||
+        from_.operands(from_.op(ops.back())).size() != op.results.count ||
+        from_.block(entry).arguments.count != op.operands.count) {
+      return std::nullopt;
+    }
+    return entry;
+  }
+
+  void copy_op(OpId old_id, BlockId block, FunctionId function,
+               std::unordered_map<std::uint64_t, ValueRef>& values, std::vector<OpId>& ops) {
+    const Op& op = from_.op(old_id);
+    if (const std::optional<BlockId> entry = inlinable(op)) {
+      // The callee's body in place of the call, in a scope of its own: its arguments are the
+      // call's operands; its returned values become the call's results.
+      const FunctionId callee = from_.call(op).callee;
+      active_.insert(callee);
+      std::unordered_map<std::uint64_t, ValueRef> scope;
+      const auto operands = from_.operands(op);
+      for (std::uint32_t i = 0; i < operands.size(); ++i) {
+        scope[ValueRef::block_argument(*entry, i).key()] = mapped(values, operands[i]);
+      }
+      const auto body = from_.ops(from_.block(*entry));
+      for (std::size_t i = 0; i + 1 < body.size(); ++i) {
+        copy_op(body[i], block, function, scope, ops);
+      }
+      const auto returned = from_.operands(from_.op(body.back()));
+      for (std::uint32_t i = 0; i < returned.size(); ++i) {
+        values[ValueRef::op_result(old_id, i).key()] = mapped(scope, returned[i]);
+      }
+      active_.erase(callee);
+      return;
+    }
+    const OpId id = to_.add_op(op.kind, op.name, block, op.offset);
+    std::vector<RegionId> regions;
+    for (const RegionId region : from_.regions(op)) {
+      regions.push_back(copy_region(region, id, function, values));
+    }
+    std::vector<ValueRef> operands;
+    for (const ValueRef v : from_.operands(op)) {
+      operands.push_back(mapped(values, v));
+    }
+    to_.set_op_contents(id, operands, from_.result_types(op), regions, from_.attributes(op));
+    to_.set_payload_index(id, op.payload);
+    for (std::uint32_t i = 0; i < op.results.count; ++i) {
+      values[ValueRef::op_result(old_id, i).key()] = ValueRef::op_result(id, i);
+    }
+    ops.push_back(id);
+  }
+
+  const Program& from_;
+  ProgramBuilder& to_;
+  std::unordered_set<FunctionId> active_;  // callees being inlined (a recursive call stays a call)
+};
+
+}  // namespace
+
+std::shared_ptr<const Program> ProgramBuilder::inline_calls(const Program& program) {
+  ProgramBuilder b(program.source_, program.source_begin_, program.source_end_, program.module_index_);
+  Program& p = *b.program_;
+  // Tables that ids, ranges and payloads point into are taken over whole, so every StringId,
+  // TypeId, attribute text, IntRange and payload index stays valid.
+  p.module_name_ = program.module_name_;
+  p.num_partitions_ = program.num_partitions_;
+  p.num_replicas_ = program.num_replicas_;
+  p.form_ = program.form_;
+  p.entry_function_ = program.entry_function_;
+  p.strings_ = program.strings_;
+  for (const auto& owned : program.owned_strings_) {
+    p.owned_strings_.push_back(std::make_unique<std::string>(*owned));
+  }
+  std::unordered_map<const char*, std::size_t> owned;  // views into the copies, not the originals
+  for (std::size_t k = 0; k < program.owned_strings_.size(); ++k) {
+    owned.emplace(program.owned_strings_[k]->data(), k);
+  }
+  for (std::string_view& s : p.strings_) {
+    if (const auto it = owned.find(s.data()); it != owned.end()) {
+      s = *p.owned_strings_[it->second];
+    }
+  }
+  p.types_ = program.types_;
+  p.meshes_ = program.meshes_;
+  p.attributes_ = program.attributes_;
+  p.module_attributes_ = program.module_attributes_;
+  p.ints_ = program.ints_;
+  p.dots_ = program.dots_;
+  p.convolutions_ = program.convolutions_;
+  p.reduces_ = program.reduces_;
+  p.windows_ = program.windows_;
+  p.gathers_ = program.gathers_;
+  p.scatters_ = program.scatters_;
+  p.sorts_ = program.sorts_;
+  p.custom_calls_ = program.custom_calls_;
+  p.compares_ = program.compares_;
+  p.collectives_ = program.collectives_;
+  p.whiles_ = program.whiles_;
+  p.calls_ = program.calls_;
+  for (const Function& f : program.functions()) {
+    b.add_function(f.name, f.is_public, f.offset, program.argument_types(f), program.result_types(f),
+                   program.argument_attributes(f), program.attributes(f));
+  }
+  CallInliner inliner(program, b);
+  for (FunctionId id = 0; id < program.functions().size(); ++id) {
+    const Function& f = program.function(id);
+    if (f.body != kNoId) {
+      std::unordered_map<std::uint64_t, ValueRef> values;
+      b.set_function_body(id, inliner.copy_region(f.body, kNoId, id, values));
+    }
+  }
+  return b.finish();
+}
 
 std::shared_ptr<const Program> ProgramBuilder::finish() {
   Program& p = *program_;

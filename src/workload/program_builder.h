@@ -68,12 +68,23 @@ class ProgramBuilder {
   void set_payload(OpId op, const CollectiveAttributes& payload);
   void set_payload(OpId op, const WhileAttributes& payload);
   void set_payload(OpId op, const CallAttributes& payload);
+  // The op's payload index into its kind's table, as another program of the same tables has it
+  // (inline_calls copies the tables whole).
+  void set_payload_index(OpId op, std::uint32_t payload);
 
   // Reserves table space for a module of `source_bytes` of text.
   void reserve_for(std::size_t source_bytes);
   // Trims tables that are more than a quarter unused and hands the program over; the builder is
   // empty afterwards.
   std::shared_ptr<const Program> finish();
+
+  // `program` with every func.call of a function defined in the module replaced by a copy of the
+  // callee's body, as XLA inlines calls before it fuses (its CallInliner pass): the callee's
+  // arguments become the call's operands, the call's results the callee's returned values,
+  // recursively. Everything else is kept as it is (functions, their ids and bodies, payloads,
+  // source offsets: an inlined op still points at its line in the callee). A call whose callee has
+  // several blocks, none, or is already being inlined (recursion) stays a call.
+  static std::shared_ptr<const Program> inline_calls(const Program& program);
 
  private:
   template <class T>

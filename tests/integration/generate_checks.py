@@ -535,14 +535,17 @@ assert stash(gpipe) > 1.5 * stash(onef), (stash(gpipe), stash(onef))
 assert stash(gpipe, 3) > 3 * stash(onef, 3), (stash(gpipe, 3), stash(onef, 3))
 assert stash(recompute) < 0.5 * stash(onef), (stash(recompute), stash(onef))
 assert recompute["compute_s"] > 1.2 * onef["compute_s"], (recompute["compute_s"], onef["compute_s"])
-# Interleaved 1F1B (2 chunks per stage, 8 layers over 8 virtual stages): the same compute as 1F1B
+# Interleaved 1F1B (2 chunks per stage, 8 layers over 8 virtual stages): about the same compute as 1F1B
 # (two layers per stage either way), less idle time in the bubble (Megatron: (pp - 1) / v fill and
 # drain instead of pp - 1), more stashed on stage 0 (its warm-up runs 2 (pp - 1) + (v - 1) pp
 # chunk-units: 10 half-microbatches instead of 4 whole ones in flight); each chunk receives and
 # sends each microbatch's activations and gradients (the first virtual stage has no input and no
 # gradient to send back, the last none to send forward).
 interleaved = load("interleaved.summary")
-assert interleaved["compute_s"] == onef["compute_s"], (interleaved["compute_s"], onef["compute_s"])
+# (Within 2%, not equal: inlined as XLA would, kernels fuse across the call of one layer and the
+# next in a 1F1B stage, while interleaved chunks of one layer each are separated by their sends and
+# receives.)
+assert abs(interleaved["compute_s"] / onef["compute_s"] - 1) < 0.02, (interleaved["compute_s"], onef["compute_s"])
 assert interleaved["idle_s"] < 0.7 * onef["idle_s"], (interleaved["idle_s"], onef["idle_s"])
 assert interleaved["step_time_s"] < onef["step_time_s"]
 assert stash(interleaved) > 1.2 * stash(onef), (stash(interleaved), stash(onef))

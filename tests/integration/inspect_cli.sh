@@ -86,8 +86,9 @@ r = json.loads(sys.argv[1])
 assert r["fusion"] == "regions" and r["kernels"] == 20 and r["executions"]["fused"] == 1, r
 assert r["flops"] == 6 * 4096 + 6 * 1024 + 3 + 4 + 2 * 128, r["flops"]
 PY
-# --top N: the costliest kernels over their executions (the loop body's dot runs 6 times).
-json=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --top 3 --json "$cost") || fail "cost top exit"
+# --top N: the costliest kernels over their executions (with calls kept as calls, --no-inline, the
+# loop body's two calls run @layer's one dot 6 times).
+json=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --no-inline --top 3 --json "$cost") || fail "cost top exit"
 if /usr/bin/python3 - "$json" <<'PY'; then echo "ok   cost_top_json"; else fail "cost top json"; fi
 import json, sys
 r = json.loads(sys.argv[1])
@@ -99,7 +100,20 @@ assert dot["op"] == "stablehlo.dot_general" and dot["executions"] == 6 and dot["
 assert dot["location"].endswith("cost_loop.mlir:5:3"), dot
 assert abs(dot["total_s"] - 6 * dot["estimated_s"]) < 1e-15 and dot["estimator"] == "roofline", dot
 PY
-expect cost_top_text 0 "6 gemm" -- "$orrery" inspect --cost --hardware A100_80GB --top 2 "$cost"
+expect cost_top_text 0 "6 gemm" -- "$orrery" inspect --cost --hardware A100_80GB --no-inline --top 2 "$cost"
+# Inlined (the default, as XLA does): each call site holds its own copy of the dot, 3 runs each,
+# still at the callee's line; the totals are the same.
+json=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --top 3 --json "$cost") || fail "cost inlined exit"
+kept=$("$orrery" inspect --cost --hardware A100_80GB --fusion none --no-inline --json "$cost") || fail "cost kept exit"
+if /usr/bin/python3 - "$json" "$kept" <<'PY'; then echo "ok   cost_top_inlined"; else fail "cost top inlined"; fi
+import json, sys
+r, kept = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+top = r["top_kernels"]
+dots = [k for k in top if k["op"] == "stablehlo.dot_general"]
+assert len(dots) == 2, top
+assert all(k["executions"] == 3 and k["location"].endswith("cost_loop.mlir:5:3") for k in dots), top
+assert r["flops"] == kept["flops"] == 30983 and r["executions"]["compute"] == kept["executions"]["compute"], (r, kept)
+PY
 expect cost_top_without_cost 2 "--top is an option of --cost" -- "$orrery" inspect --top 2 "$cost"
 expect cost_top_negative 2 "--top: Value -1 not in range" -- "$orrery" inspect --cost --hardware H100 --top -1 "$cost"
 expect cost_top_not_a_number 2 "--top: Value x not in range" -- "$orrery" inspect --cost --hardware H100 --top x "$cost"
