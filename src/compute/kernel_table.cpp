@@ -341,6 +341,14 @@ ConvShape bench_conv(const CsvFile& file, const CsvRow& row, const std::string& 
     conv.padding_low = {pad, pad, 0};
     conv.padding_high = {pad, pad, 0};
   } else if (pass == "dgrad") {
+    if (pad + 1 > r || pad + 1 > s) {
+      // JAX pads the dilated gradient by r - 1 - pad, negative here; signatures keep padding
+      // unsigned, so the valid window positions (the FLOPs) would be wrong.
+      file.fail(row,
+                fmt::format("pass dgrad with pad {} > kernel - 1: the backward-data convolution's padding "
+                            "would be negative, which Orrery's convolution signatures cannot represent",
+                            pad));
+    }
     // The output gradient (n x oh x ow x k), dilated by the stride, against the flipped kernel:
     // padding r - 1 - pad low, and high as much again plus what the forward stride dropped.
     conv.batch = n;
@@ -350,7 +358,7 @@ ConvShape bench_conv(const CsvFile& file, const CsvRow& row, const std::string& 
     conv.kernel_size = {r, s, 1};
     conv.output_size = {h, w, 1};
     conv.input_dilation = {stride, stride, 1};
-    auto low = [&](std::uint64_t kernel) { return kernel - 1 >= pad ? kernel - 1 - pad : 0; };
+    auto low = [&](std::uint64_t kernel) { return kernel - 1 - pad; };
     conv.padding_low = {low(r), low(s), 0};
     conv.padding_high = {low(r) + (h + 2 * pad - r) % stride, low(s) + (w + 2 * pad - s) % stride, 0};
   } else if (pass == "wgrad") {

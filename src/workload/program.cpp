@@ -483,7 +483,78 @@ class CallInliner {
  private:
   static ValueRef mapped(const std::unordered_map<std::uint64_t, ValueRef>& values, ValueRef v) {
     const auto it = values.find(v.key());
-    return it == values.end() ? v : it->second;
+    ORRERY_ASSERT(it != values.end(), "inline_calls: a value used before it is copied");
+    return it->second;
+  }
+
+ public:
+  // The functions whose bodies stay after inlining: every function but the private ones that are
+  // only called, each call inlined (XLA drops them too). A call that stays a call (recursion, a
+  // callee of several blocks) or a composite keeps its callee.
+  std::vector<bool> live_functions() {
+    const std::size_t n = from_.functions().size();
+    std::vector<bool> called(n, false);
+    for (OpId id = 0; id < from_.op_count(); ++id) {
+      const Op& op = from_.op(id);
+      if (op.kind == OpKind::kCall && from_.has_payload(op) && from_.call(op).callee != kNoId) {
+        called[from_.call(op).callee] = true;
+      }
+    }
+    std::vector<bool> live(n, false);
+    std::vector<FunctionId> work;
+    for (FunctionId f = 0; f < n; ++f) {
+      if (from_.function(f).is_public || !called[f] || f == from_.entry_function()) {
+        live[f] = true;
+        work.push_back(f);
+      }
+    }
+    while (!work.empty()) {
+      const FunctionId f = work.back();
+      work.pop_back();
+      if (from_.function(f).body == kNoId) {
+        continue;
+      }
+      std::vector<FunctionId> kept;
+      scan_region(from_.function(f).body, kept);
+      for (const FunctionId k : kept) {
+        if (!live[k]) {
+          live[k] = true;
+          work.push_back(k);
+        }
+      }
+    }
+    return live;
+  }
+
+ private:
+  // Walks a region as copy_region would, collecting the callees of calls and composites that stay.
+  void scan_region(RegionId region, std::vector<FunctionId>& kept) {
+    for (const BlockId block : from_.blocks(from_.region(region))) {
+      for (const OpId id : from_.ops(from_.block(block))) {
+        scan_op(id, kept);
+      }
+    }
+  }
+
+  void scan_op(OpId id, std::vector<FunctionId>& kept) {
+    const Op& op = from_.op(id);
+    if (const std::optional<BlockId> entry = inlinable(op)) {
+      const FunctionId callee = from_.call(op).callee;
+      active_.insert(callee);
+      const auto body = from_.ops(from_.block(*entry));
+      for (std::size_t i = 0; i + 1 < body.size(); ++i) {
+        scan_op(body[i], kept);
+      }
+      active_.erase(callee);
+      return;
+    }
+    if ((op.kind == OpKind::kCall || op.kind == OpKind::kComposite) && from_.has_payload(op) &&
+        from_.call(op).callee != kNoId) {
+      kept.push_back(from_.call(op).callee);
+    }
+    for (const RegionId region : from_.regions(op)) {
+      scan_region(region, kept);
+    }
   }
 
   // The callee's one block, when the call can be inlined.
@@ -602,9 +673,10 @@ std::shared_ptr<const Program> ProgramBuilder::inline_calls(const Program& progr
                    program.argument_attributes(f), program.attributes(f));
   }
   CallInliner inliner(program, b);
+  const std::vector<bool> live = inliner.live_functions();
   for (FunctionId id = 0; id < program.functions().size(); ++id) {
     const Function& f = program.function(id);
-    if (f.body != kNoId) {
+    if (f.body != kNoId && live[id]) {  // a function only ever inlined keeps no body of its own
       std::unordered_map<std::uint64_t, ValueRef> values;
       b.set_function_body(id, inliner.copy_region(f.body, kNoId, id, values));
     }

@@ -81,9 +81,11 @@ class ProgramBuilder {
   // `program` with every func.call of a function defined in the module replaced by a copy of the
   // callee's body, as XLA inlines calls before it fuses (its CallInliner pass): the callee's
   // arguments become the call's operands, the call's results the callee's returned values,
-  // recursively. Everything else is kept as it is (functions, their ids and bodies, payloads,
+  // recursively. Everything else is kept as it is (functions and their ids, payloads,
   // source offsets: an inlined op still points at its line in the callee). A call whose callee has
-  // several blocks, none, or is already being inlined (recursion) stays a call.
+  // several blocks, none, or is already being inlined (recursion) stays a call. A private function
+  // whose every call was inlined becomes a declaration (no body), as XLA drops it: its ops are
+  // not costed on their own.
   static std::shared_ptr<const Program> inline_calls(const Program& program);
 
  private:

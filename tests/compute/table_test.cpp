@@ -213,6 +213,13 @@ TEST(TableFormat, GpuMicrobenchmarks) {
               (void)read_gpu_microbenchmark_csv(bad_conv.string(), "H200");
             }).find(bad_conv.string() + ":2: error: column 'pass': expected fwd, dgrad or wgrad, got 'bwd'"),
             std::string::npos);
+  const auto negative_pad = write_temp("gpu_bench/negative_pad.csv",
+                                       "pass,dtype,n,c,h,w,k,r,s,stride,pad,time_us\n"
+                                       "dgrad,bf16,1,1,3,3,1,1,1,2,1,5\n");
+  EXPECT_NE(error_of([&] {
+              (void)read_gpu_microbenchmark_csv(negative_pad.string(), "H200");
+            }).find(negative_pad.string() + ":2: error: pass dgrad with pad 1 > kernel - 1"),
+            std::string::npos);
   const auto not_bench = write_temp("gpu_bench/other.csv", "a,b\n1,2\n");
   EXPECT_NE(error_of([&] {
               (void)read_gpu_microbenchmark_csv(not_bench.string(), "H200");

@@ -61,8 +61,14 @@ func.func @main(%a: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>) {
 TEST(InlineCalls, CalleesReplaceCallsAndValuesFollow) {
   const auto program = parse_one(kCalls);
   const auto inlined = workload::ProgramBuilder::inline_calls(*program);
-  // The functions stay (with their own bodies); main and @outer no longer call.
+  // The functions stay, ids unchanged; @pair and @outer, private and only ever inlined, lose
+  // their bodies (their ops are not costed on their own); nothing calls any more.
   ASSERT_EQ(inlined->functions().size(), 3U);
+  EXPECT_EQ(inlined->function(0).body, workload::kNoId);
+  EXPECT_EQ(inlined->function(1).body, workload::kNoId);
+  EXPECT_NE(inlined->function(2).body, workload::kNoId);
+  // Only main's ops exist: its 8, the reducer's 2, the loop condition's 3 and body's 5.
+  EXPECT_EQ(inlined->op_count(), 18U);
   EXPECT_EQ(count_kind(*program, OpKind::kCall), 3U);
   EXPECT_EQ(count_kind(*inlined, OpKind::kCall), 0U);
   // main's ops: @outer's body (@pair's two ops, add, constant, reduce with its add and return)
@@ -110,7 +116,9 @@ func.func @main(%a: tensor<f32>) -> tensor<f32> {
 }
 )");
   const auto inlined = workload::ProgramBuilder::inline_calls(*program);
-  // main's call is inlined once; the copy's own call of @f (already being inlined) stays a call.
+  // main's call is inlined once; the copy's own call of @f (already being inlined) stays a call,
+  // so @f keeps its body.
+  EXPECT_NE(inlined->function(0).body, workload::kNoId);
   const auto& main = inlined->function(inlined->entry_function());
   const auto ops = inlined->ops(inlined->block(inlined->entry_block(main)));
   ASSERT_EQ(ops.size(), 2U);
