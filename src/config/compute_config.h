@@ -173,8 +173,8 @@ struct ComputeConfig : EstimatorChoice {
     v("inline_calls", inline_calls,
       "Inline every func.call before costing, as XLA does before it fuses (its CallInliner), so that "
       "kernels form across function boundaries (JAX writes jax.nn functions, where, take and custom "
-      "derivatives as private functions). false keeps each call a boundary: its results are written "
-      "out and read back (docs/compute.md, \"Fusion\").");
+      "derivatives as private functions). Functions that hold a collective stay calls. false keeps "
+      "each call a boundary: its results are written out and read back (docs/compute.md, \"Fusion\").");
     v("f32_matmul", f32_matmul,
       "What f32 dot_general and convolution ops with DEFAULT precision compute in: tf32 (tensor "
       "cores; XLA's and JAX's GPU default) or f32. HIGH and HIGHEST precision always run in f32.");

@@ -558,7 +558,7 @@ class CallInliner {
   }
 
   // The callee's one block, when the call can be inlined.
-  std::optional<BlockId> inlinable(const Op& op) const {
+  std::optional<BlockId> inlinable(const Op& op) {
     if (op.kind != OpKind::kCall || !from_.has_payload(op)) {
       return std::nullopt;
     }
@@ -567,7 +567,7 @@ class CallInliner {
       return std::nullopt;
     }
     const Function& f = from_.function(callee);
-    if (f.body == kNoId || from_.blocks(from_.region(f.body)).size() != 1) {
+    if (f.body == kNoId || from_.blocks(from_.region(f.body)).size() != 1 || communicates(callee)) {
       return std::nullopt;
     }
     const BlockId entry = from_.blocks(from_.region(f.body)).front();
@@ -578,6 +578,41 @@ class CallInliner {
       return std::nullopt;
     }
     return entry;
+  }
+
+  // Whether a function holds a collective, in its body or in a function it calls. Such functions
+  // (model layers with their tensor-parallel collectives) stay calls: every copy of a collective
+  // carries its own plan over the ranks (a 1,024-GPU job's memory grew 25x when they were
+  // inlined), while the boundary costs only a write and a read of the values crossing it.
+  bool communicates(FunctionId f) {
+    if (const auto it = communicates_.find(f); it != communicates_.end()) {
+      return it->second;
+    }
+    communicates_[f] = false;  // a recursive call does not make it communicate
+    bool found = false;
+    const Function& function = from_.function(f);
+    if (function.body != kNoId) {
+      std::vector<RegionId> regions{function.body};
+      while (!regions.empty() && !found) {
+        const RegionId region = regions.back();
+        regions.pop_back();
+        for (const BlockId block : from_.blocks(from_.region(region))) {
+          for (const OpId id : from_.ops(from_.block(block))) {
+            const Op& op = from_.op(id);
+            if (op_category(op.kind) == OpCategory::kCollective ||
+                ((op.kind == OpKind::kCall || op.kind == OpKind::kComposite) && from_.has_payload(op) &&
+                 from_.call(op).callee != kNoId && communicates(from_.call(op).callee))) {
+              found = true;
+            }
+            for (const RegionId nested : from_.regions(op)) {
+              regions.push_back(nested);
+            }
+          }
+        }
+      }
+    }
+    communicates_[f] = found;
+    return found;
   }
 
   void copy_op(OpId old_id, BlockId block, FunctionId function,
@@ -624,6 +659,7 @@ class CallInliner {
   const Program& from_;
   ProgramBuilder& to_;
   std::unordered_set<FunctionId> active_;  // callees being inlined (a recursive call stays a call)
+  std::unordered_map<FunctionId, bool> communicates_;
 };
 
 }  // namespace

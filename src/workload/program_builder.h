@@ -83,7 +83,8 @@ class ProgramBuilder {
   // arguments become the call's operands, the call's results the callee's returned values,
   // recursively. Everything else is kept as it is (functions and their ids, payloads,
   // source offsets: an inlined op still points at its line in the callee). A call whose callee has
-  // several blocks, none, or is already being inlined (recursion) stays a call. A private function
+  // several blocks, none, holds a collective (in its body or a function it calls), or is already
+  // being inlined (recursion) stays a call. A private function
   // whose every call was inlined becomes a declaration (no body), as XLA drops it: its ops are
   // not costed on their own.
   static std::shared_ptr<const Program> inline_calls(const Program& program);

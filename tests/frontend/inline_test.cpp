@@ -125,5 +125,44 @@ func.func @main(%a: tensor<f32>) -> tensor<f32> {
   EXPECT_EQ(inlined->op(ops[0]).kind, OpKind::kCall);
 }
 
+TEST(InlineCalls, FunctionsWithCollectivesStayCalls) {
+  // A layer with a tensor-parallel all-reduce, called twice, and a helper without one: the helper
+  // is inlined, the layer (and so its own call of the helper) stays as it is.
+  const auto program = parse_one(R"(
+func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = stablehlo.exponential %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func private @layer(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @helper(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "stablehlo.all_reduce"(%0) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = func.call @layer(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = func.call @layer(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = func.call @helper(%1) : (tensor<4xf32>) -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
+)");
+  const auto inlined = workload::ProgramBuilder::inline_calls(*program);
+  const auto& main = inlined->function(inlined->entry_function());
+  std::vector<OpKind> kinds;
+  for (const workload::OpId id : inlined->ops(inlined->block(inlined->entry_block(main)))) {
+    kinds.push_back(inlined->op(id).kind);
+  }
+  EXPECT_EQ(kinds,
+            (std::vector<OpKind>{OpKind::kCall, OpKind::kCall, OpKind::kExponential, OpKind::kReturn}));
+  // @layer keeps its body, where @helper's call is inlined; @helper is still called from nowhere
+  // else, so it loses its body.
+  EXPECT_NE(inlined->function(1).body, workload::kNoId);
+  EXPECT_EQ(inlined->function(0).body, workload::kNoId);
+  EXPECT_EQ(count_kind(*inlined, OpKind::kCall), 2U);
+}
+
 }  // namespace
 }  // namespace orrery::frontend::stablehlo
