@@ -542,10 +542,10 @@ assert recompute["compute_s"] > 1.2 * onef["compute_s"], (recompute["compute_s"]
 # sends each microbatch's activations and gradients (the first virtual stage has no input and no
 # gradient to send back, the last none to send forward).
 interleaved = load("interleaved.summary")
-# (Within 2%, not equal: inlined as XLA would, kernels fuse across the call of one layer and the
-# next in a 1F1B stage, while interleaved chunks of one layer each are separated by their sends and
-# receives.)
-assert abs(interleaved["compute_s"] / onef["compute_s"] - 1) < 0.02, (interleaved["compute_s"], onef["compute_s"])
+# (At least 1F1B's and within 2%, not equal: inlined as XLA would, kernels fuse across the call of
+# one layer and the next in a 1F1B stage, while interleaved chunks of one layer each are separated
+# by their sends and receives, so they fuse less.)
+assert onef["compute_s"] <= interleaved["compute_s"] < 1.02 * onef["compute_s"], (interleaved["compute_s"], onef["compute_s"])
 assert interleaved["idle_s"] < 0.7 * onef["idle_s"], (interleaved["idle_s"], onef["idle_s"])
 assert interleaved["step_time_s"] < onef["step_time_s"]
 assert stash(interleaved) > 1.2 * stash(onef), (stash(interleaved), stash(onef))
