@@ -18,7 +18,7 @@ import tempfile
 
 import pandas as pd
 
-from presets import datasheet_preset
+from validation_common import datasheet_preset, run
 
 # Scenario per workload of hespas_refs.csv (the file itself comes from the CSV's workload_file).
 SCENARIOS = {
@@ -68,17 +68,6 @@ def configurations(data, datasheet_preset, fit):
 # as XLA's GPU pipeline does with its default 30 MiB threshold (system.combine_threshold_bytes), since
 # the measured programs ran compiled by XLA. Both are XLA's documented defaults, not fitted.
 FROZEN = "table for GEMMs, fitted roofline else"
-
-
-def run(orrery, scenario, overrides, out, mpirun=None, processes=1):
-    command = [orrery, "--log-level", "error", "run", scenario, "--summary-json", out]
-    for override in overrides:
-        command += ["--set", override]
-    if mpirun and processes > 1:
-        command = [mpirun, "-np", str(processes)] + command
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    with open(out) as f:
-        return json.load(f)
 
 
 def gemm_tflop(orrery, program):

@@ -18,7 +18,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation", "gpu"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import trace_summary  # noqa: E402
-from presets import datasheet_preset  # noqa: E402
+from validation_common import datasheet_preset, run  # noqa: E402
 
 PROGRAM_ORDER = ["llama-60m", "llama-250m", "llama-900m", "resnet18", "resnet50"]
 SCENARIO = """# One {hardware} running one program (tools/validate_gpu.py).
@@ -56,15 +56,6 @@ def configurations(root, datasheet):
 # kernels where the table has them (here GEMMs and convolutions of the H200 microbenchmarks), the
 # roofline fitted on the same microbenchmarks else, XLA-style fusion.
 FROZEN = "table for GEMMs and convolutions, fitted roofline else"
-
-
-def run(orrery, scenario, overrides, out):
-    command = [orrery, "--log-level", "error", "run", scenario, "--summary-json", out]
-    for override in overrides:
-        command += ["--set", override]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    with open(out) as f:
-        return json.load(f)
 
 
 def inspect_classes(orrery, program, hardware, table):

@@ -387,14 +387,6 @@ ConvShape bench_conv(const CsvFile& file, const CsvRow& row, const std::string& 
 
 }  // namespace
 
-bool gpu_microbenchmark_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    return false;
-  }
-  return gpu_bench_kind(CsvFile::read(path)) != GpuBench::kNone;
-}
-
 std::vector<MeasuredOp> read_gpu_microbenchmark_csv(const std::string& path, const std::string& hardware) {
   const CsvFile file = CsvFile::read(path);
   const GpuBench kind = gpu_bench_kind(file);

@@ -68,7 +68,6 @@ std::vector<MeasuredOp> read_llmcompass_csv(const std::string& path);
 //                    gradient dilated by the stride)
 // Signatures follow the counting layer: an add reads two operands, exp weighs 8 FLOPs, silu 17, a
 // gelu 8; softmax 5 FLOPs per element, layer_norm 7, rms_norm 4 (as the LLMCompass and Vidur readers).
-bool gpu_microbenchmark_file(const std::string& path);
 std::vector<MeasuredOp> read_gpu_microbenchmark_csv(const std::string& path, const std::string& hardware);
 // Any of the formats, told apart by the header (Orrery: starts with a `hardware` column;
 // Vidur: has time_stats.* columns) or the file name (LLMCompass: matmul_, gelu_, layernorm_,

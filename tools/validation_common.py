@@ -1,5 +1,7 @@
-"""Preset helpers shared by the validation scripts."""
+"""Helpers shared by the validation scripts (tools/validate_*.py)."""
+import json
 import os
+import subprocess
 
 
 def datasheet_preset(root, work, name="A100_40GB"):
@@ -27,3 +29,15 @@ def datasheet_preset(root, work, name="A100_40GB"):
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
     return path
+
+
+def run(orrery, scenario, overrides, out, mpirun=None, processes=1):
+    """`orrery run SCENARIO --set ...` (under `mpirun -np N` for N > 1); its summary JSON."""
+    command = [orrery, "--log-level", "error", "run", scenario, "--summary-json", out]
+    for override in overrides:
+        command += ["--set", override]
+    if mpirun and processes > 1:
+        command = [mpirun, "-np", str(processes)] + command
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        return json.load(f)
