@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/inspect_cost.h"
@@ -15,6 +16,8 @@
 #include "util/logging.h"
 #include "workload/collectives.h"
 #include "workload/dump.h"
+#include "workload/program_builder.h"
+#include "workload/spmd_partition.h"
 #include "workload/summary.h"
 
 namespace orrery::cli {
@@ -25,6 +28,7 @@ struct InspectOptions {
   bool json = false;
   bool dump = false;
   bool cost = false;
+  bool partition = false;
   InspectCostOptions costing;
   std::vector<std::string> trip_counts;
   frontend::stablehlo::Options frontend;
@@ -90,6 +94,32 @@ std::string mebibytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return text;
+}
+
+nlohmann::json spmd_json(const workload::SpmdReport& r) {
+  nlohmann::json collectives = nlohmann::json::object();
+  for (const auto& [kind, count] : r.collectives) {
+    collectives[kind] = {{"count", count},
+                         {"bytes", r.collective_bytes.at(kind)},
+                         {"operand_bytes", r.collective_operand_bytes.at(kind)}};
+  }
+  return {{"devices", r.devices},
+          {"annotated_values", r.annotated_values},
+          {"inserted_collectives", collectives},
+          {"replicated_ops", r.replicated_ops}};
+}
+
+void print_spmd(const workload::SpmdReport& r) {
+  std::printf("  partitioned by Orrery's SPMD partitioner for %u devices (%llu sharding annotations)\n",
+              r.devices, static_cast<unsigned long long>(r.annotated_values));
+  for (const auto& [kind, count] : r.collectives) {
+    std::printf("    inserted %-15s %6llu ops, %s per device\n", kind.c_str(),
+                static_cast<unsigned long long>(count), mebibytes(r.collective_bytes.at(kind)).c_str());
+  }
+  for (const auto& [name, count] : r.replicated_ops) {
+    std::printf("    run on whole operands (no partitioning rule): %s x%llu\n", name.c_str(),
+                static_cast<unsigned long long>(count));
+  }
 }
 
 void print_text(const workload::ProgramSummary& s, std::size_t modules) {
@@ -177,6 +207,21 @@ int run_inspect(InspectOptions& options) {
       spdlog::warn("{}", warning);
     }
   }
+  // Pre-partitioning modules become per-device programs (`--partition`; always for `--cost`, whose
+  // report is of one device's program, as a scenario runs it).
+  std::vector<std::optional<workload::SpmdReport>> partitioned(modules.size());
+  if (options.partition || options.cost) {
+    for (std::size_t m = 0; m < modules.size(); ++m) {
+      auto& module = modules[m];
+      if (module.program->form() != workload::ProgramForm::kPrePartitioning) {
+        continue;
+      }
+      workload::SpmdReport report;
+      module.program =
+          workload::partition_spmd(workload::ProgramBuilder::inline_calls(*module.program), &report);
+      partitioned[m] = std::move(report);
+    }
+  }
   if (options.cost) {
     return print_costs(options.file, modules, options.costing, options.json);
   }
@@ -188,20 +233,30 @@ int run_inspect(InspectOptions& options) {
   }
   if (options.json) {
     nlohmann::json out;
+    auto module_json = [&](std::size_t m) {
+      nlohmann::json j = to_json(workload::summarize(*modules[m].program), modules[m].warnings);
+      if (partitioned[m]) {
+        j["spmd_partitioned"] = spmd_json(*partitioned[m]);
+      }
+      return j;
+    };
     if (modules.size() == 1) {
-      out = to_json(workload::summarize(*modules[0].program), modules[0].warnings);
+      out = module_json(0);
     } else {
       out = {{"file", options.file}, {"module_count", modules.size()}, {"modules", nlohmann::json::array()}};
-      for (const auto& module : modules) {
-        out["modules"].push_back(to_json(workload::summarize(*module.program), module.warnings));
+      for (std::size_t m = 0; m < modules.size(); ++m) {
+        out["modules"].push_back(module_json(m));
       }
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
   }
   std::printf("%s: %zu module(s)\n", options.file.c_str(), modules.size());
-  for (const auto& module : modules) {
-    print_text(workload::summarize(*module.program), modules.size());
+  for (std::size_t m = 0; m < modules.size(); ++m) {
+    print_text(workload::summarize(*modules[m].program), modules.size());
+    if (partitioned[m]) {
+      print_spmd(*partitioned[m]);
+    }
   }
   return 0;
 }
@@ -225,6 +280,10 @@ Action register_inspect(CLI::App& app, const GlobalOptions& global) {
                    "LOOP=N: the trip count of a while loop, by the name inspect prints (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command->add_flag(
+      "--partition", options->partition,
+      "Partition pre-partitioning modules (shardings, no collectives) into the per-device "
+      "program, with the collectives their shardings need, before reporting (always with --cost)");
   command->add_flag("--cost", options->cost,
                     "Report the FLOPs, bytes and estimated compute time of one device's program, per op "
                     "class, counting loop bodies times their trip counts (needs --hardware)");

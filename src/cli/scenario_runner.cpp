@@ -1,6 +1,7 @@
 #include "cli/scenario_runner.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -18,6 +19,7 @@
 #include "system/rank_set.h"
 #include "util/assert.h"
 #include "workload/program_builder.h"
+#include "workload/spmd_partition.h"
 
 namespace orrery::cli {
 namespace {
@@ -169,6 +171,18 @@ void add_program(std::shared_ptr<const workload::Program> program, std::string l
                  compute::ComputeModel& compute_model, system::SimulationInput& input, RunResult& result) {
   if (scenario.compute.inline_calls) {  // as XLA does before it fuses (compute.inline_calls)
     program = workload::ProgramBuilder::inline_calls(*program);
+  }
+  if (program->form() == workload::ProgramForm::kPrePartitioning && program->num_devices() > 1) {
+    // The global program with its shardings: every device runs its part of it, as XLA's SPMD
+    // partitioner makes it (calls are inlined first, whatever compute.inline_calls says).
+    workload::SpmdReport report;
+    program = workload::partition_spmd(workload::ProgramBuilder::inline_calls(*program), &report);
+    std::uint64_t inserted = 0;
+    for (const auto& [kind, count] : report.collectives) {
+      inserted += count;
+    }
+    spdlog::info("{}: partitioned for {} devices by Orrery's SPMD partitioner: {} collectives inserted",
+                 label, report.devices, inserted);
   }
   compute::ProgramCosts costs =
       compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));

@@ -340,6 +340,21 @@ BlockId ProgramBuilder::add_block(RegionId region, std::uint32_t offset,
   return static_cast<BlockId>(p.blocks_.size() - 1);
 }
 
+std::vector<BlockId> ProgramBuilder::copy_blocks(const Program& from, RegionId old_region, RegionId region,
+                                                 std::unordered_map<std::uint64_t, ValueRef>& values) {
+  std::vector<BlockId> blocks;
+  for (const BlockId old_block : from.blocks(from.region(old_region))) {
+    const Block& b = from.block(old_block);
+    const BlockId block = add_block(region, b.offset, from.argument_types(b));
+    for (std::uint32_t i = 0; i < b.arguments.count; ++i) {
+      values[ValueRef::block_argument(old_block, i).key()] = ValueRef::block_argument(block, i);
+    }
+    blocks.push_back(block);
+  }
+  set_region_blocks(region, blocks);
+  return blocks;
+}
+
 void ProgramBuilder::set_block_ops(BlockId block, std::span<const OpId> ops) {
   program_->blocks_[block].ops = append(program_->block_ops_, ops);
 }
@@ -458,16 +473,7 @@ class CallInliner {
   RegionId copy_region(RegionId old_region, OpId new_parent, FunctionId function,
                        std::unordered_map<std::uint64_t, ValueRef>& values) {
     const RegionId region = to_.add_region(new_parent, function);
-    std::vector<BlockId> blocks;
-    for (const BlockId old_block : from_.blocks(from_.region(old_region))) {
-      const Block& b = from_.block(old_block);
-      const BlockId block = to_.add_block(region, b.offset, from_.argument_types(b));
-      for (std::uint32_t i = 0; i < b.arguments.count; ++i) {
-        values[ValueRef::block_argument(old_block, i).key()] = ValueRef::block_argument(block, i);
-      }
-      blocks.push_back(block);
-    }
-    to_.set_region_blocks(region, blocks);
+    const std::vector<BlockId> blocks = to_.copy_blocks(from_, old_region, region, values);
     std::size_t index = 0;
     for (const BlockId old_block : from_.blocks(from_.region(old_region))) {
       std::vector<OpId> ops;
@@ -664,7 +670,7 @@ class CallInliner {
 
 }  // namespace
 
-std::shared_ptr<const Program> ProgramBuilder::inline_calls(const Program& program) {
+ProgramBuilder ProgramBuilder::copying_tables(const Program& program) {
   ProgramBuilder b(program.source_, program.source_begin_, program.source_end_, program.module_index_);
   Program& p = *b.program_;
   // Tables that ids, ranges and payloads point into are taken over whole, so every StringId,
@@ -704,6 +710,11 @@ std::shared_ptr<const Program> ProgramBuilder::inline_calls(const Program& progr
   p.collectives_ = program.collectives_;
   p.whiles_ = program.whiles_;
   p.calls_ = program.calls_;
+  return b;
+}
+
+std::shared_ptr<const Program> ProgramBuilder::inline_calls(const Program& program) {
+  ProgramBuilder b = copying_tables(program);
   for (const Function& f : program.functions()) {
     b.add_function(f.name, f.is_public, f.offset, program.argument_types(f), program.result_types(f),
                    program.argument_attributes(f), program.attributes(f));

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "workload/program.h"
 
@@ -48,6 +49,12 @@ class ProgramBuilder {
   void set_region_blocks(RegionId region, std::span<const BlockId> blocks);
   BlockId add_block(RegionId region, std::uint32_t offset, std::span<const TypeId> argument_types);
   void set_block_ops(BlockId block, std::span<const OpId> ops);
+
+  // Adds to `region` one block per block of `from`'s `old_region`, with the same offsets and
+  // argument types, and maps each old block argument to its new one in `values` (keyed by
+  // ValueRef::key()): the start of copying a region into this program.
+  std::vector<BlockId> copy_blocks(const Program& from, RegionId old_region, RegionId region,
+                                   std::unordered_map<std::uint64_t, ValueRef>& values);
 
   OpId add_op(OpKind kind, StringId name, BlockId block, std::uint32_t offset);
   void set_op_contents(OpId op, std::span<const ValueRef> operands, std::span<const TypeId> result_types,
@@ -88,6 +95,12 @@ class ProgramBuilder {
   // whose every call was inlined becomes a declaration (no body), as XLA drops it: its ops are
   // not costed on their own.
   static std::shared_ptr<const Program> inline_calls(const Program& program);
+
+  // A builder holding a copy of `program`'s tables (strings, types, attributes, integers,
+  // payloads, meshes, module attributes, device counts, form and entry function) and none of its
+  // functions, regions, blocks or ops: a pass that rewrites a program (inline_calls,
+  // partition_spmd) adds those, and every id into the tables stays valid.
+  static ProgramBuilder copying_tables(const Program& program);
 
  private:
   template <class T>
