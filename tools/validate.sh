@@ -9,7 +9,7 @@ data=${ORRERY_SHARED_DATA:-$root/../shared/data}
 out=$root/docs/validation
 mkdir -p "$out"
 # A step that fails leaves no partial file behind to be committed by mistake.
-trap 'rm -f "$out/end-to-end.collectives.tmp" "$out/gpu.md.tmp"' EXIT
+trap 'rm -f "$out/end-to-end.collectives.tmp" "$out/gpu.md.tmp" "$out/spmd.md.tmp"' EXIT
 if [[ ! -d "$data" ]]; then
   echo "validate: shared data not found at $data (set ORRERY_SHARED_DATA)" >&2
   exit 1
@@ -55,6 +55,14 @@ gpu() {
   mv "$out/gpu.md.tmp" "$out/gpu.md"
 }
 run_step gpu gpu
+# spmd: Orrery's SPMD partitioner against XLA's partitioning of the same programs (../shared/data's
+# MaxText export before and after partitioning; validation/gpu's sharded exports).
+spmd() {
+  /usr/bin/python3 "$root/tools/validate_spmd.py" --orrery "$build/orrery" --data "$data" --root "$root" \
+    > "$out/spmd.md.tmp"
+  mv "$out/spmd.md.tmp" "$out/spmd.md"
+}
+run_step spmd spmd
 
 # --- index -----------------------------------------------------------------------------------------
 {

@@ -2,11 +2,10 @@
 """Writes docs/validation/gpu.md: Orrery's predicted single-device step times for the programs
 measured on a GPU for this project (validation/gpu, issue 7) against the measured ones, per
 estimator configuration; where the time goes (the profiler's kernels against Orrery's kernel
-classes); the memory estimate against XLA's; and the sharded exports (parse check, the collectives
-XLA's partitioner inserted). Everything is read from validation/gpu/data in the repository.
+classes); the memory estimate against XLA's; and a pointer to the sharded exports' page
+(tools/validate_spmd.py). Everything is read from validation/gpu/data in the repository.
 """
 import argparse
-import glob
 import json
 import lzma
 import os
@@ -72,19 +71,6 @@ def pct(predicted, measured):
 
 def ms(seconds):
     return f"{seconds * 1e3:.2f}"
-
-
-def collectives_in_hlo(path):
-    """Collective ops of a partitioned HLO text, by kind (async starts counted, their dones not)."""
-    pattern = re.compile(r"^\s*(?:ROOT\s+)?%\S+ = .*? (all-reduce|all-gather|reduce-scatter|all-to-all|"
-                         r"collective-permute)(?:-start)?\(")
-    counts = {}
-    with lzma.open(path, "rt") as f:
-        for line in f:
-            m = pattern.match(line)
-            if m:
-                counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    return counts
 
 
 def main():
@@ -201,37 +187,8 @@ def main():
         print()
 
         print("## Sharded exports\n")
-        print("The same programs lowered by JAX for 4 and 8 devices (fake CPU devices; validation/gpu/sharded.py), "
-              "as pre-partitioning StableHLO with Shardy annotations and XLA's partitioned HLO, kept for an SPMD "
-              "partitioner to be checked against. Orrery reads every pre-partitioning module (`orrery inspect`: "
-              "form and partitions below); the collectives are those XLA's partitioner inserted: ops in its "
-              "partitioned HLO (CPU pipeline, after XLA's combiners, so one op can carry several tensors; the CPU "
-              "pipeline keeps a reduce-scatter as an all-reduce and a slice).\n")
-        print("| program | mesh | Orrery reads it | partitions | XLA's collectives |")
-        print("|---|---|---|---|---|")
-        for meta_path in sorted(glob.glob(os.path.join(data, "sharded", "*.json"))):
-            meta = json.load(open(meta_path))
-            base = meta_path[:-len(".json")]
-            if not meta.get("ok"):
-                print(f"| {meta['program']} | {meta['mesh']} | lowering failed | | |")
-                continue
-            module = os.path.join(work, "sharded.mlir")
-            with lzma.open(base + ".pre.mlir.xz", "rt") as src, open(module, "w") as dst:
-                dst.write(src.read())
-            result = subprocess.run([args.orrery, "--log-level", "error", "inspect", module, "--json"],
-                                    capture_output=True, text=True)
-            if result.returncode == 0:
-                info = json.loads(result.stdout)
-                mod = info["modules"][0] if "modules" in info else info
-                read = f"yes ({mod.get('form', '?')})"
-                parts = mod.get("partitions", mod.get("num_partitions", "?"))
-            else:
-                read, parts = "no: " + result.stderr.strip().splitlines()[-1][:80], ""
-            coll = collectives_in_hlo(base + ".post.hlo.txt.xz")
-            coll_text = ", ".join(f"{k} {v}" for k, v in coll.items()) or "none"
-            print(f"| {meta['program']} | {meta['mesh']} | {read} | {parts} | {coll_text} |")
-        print()
-
+        print("The same programs lowered for 4 and 8 devices (validation/gpu/sharded.py) are partitioned by "
+              "Orrery's SPMD partitioner and compared with XLA's partitioned HLO in [spmd.md](spmd.md).\n")
 
 if __name__ == "__main__":
     main()

@@ -1416,17 +1416,25 @@ class Partitioner {
     std::stable_sort(by_size.begin(), by_size.end(), [&](std::uint32_t a, std::uint32_t b) {
       return global_bytes(operands[a]) > global_bytes(operands[b]);
     });
+    // A contraction keeps the operand shardings its result can carry before those that leave it
+    // partial (GSPMD's propagation gives a dot the sharding of its batch and free dimensions, and
+    // the partitioner then reshards the other operand to it); among equals, bytes decide.
+    const bool contraction = op_category(op.kind) == OpCategory::kContraction;
+    auto rank_of_decision = [&](const Decision& d) {
+      const int partial = contraction ? std::popcount(d.results.empty() ? Mask{0} : d.results[0].partial) : 0;
+      return std::pair{partial, cost(id, in, d)};
+    };
     Decision best = build(assign(by_size));
     if (operands.size() > 1) {
-      double best_cost = cost(id, in, best);
+      auto best_rank = rank_of_decision(best);
       for (std::size_t first = 1; first < by_size.size(); ++first) {
         std::vector<std::uint32_t> order = by_size;
         std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(first),
                     order.begin() + static_cast<std::ptrdiff_t>(first) + 1);
         Decision candidate = build(assign(order));
-        const double c = cost(id, in, candidate);
-        if (c < best_cost) {
-          best_cost = c;
+        const auto r = rank_of_decision(candidate);
+        if (r < best_rank) {
+          best_rank = r;
           best = std::move(candidate);
         }
       }

@@ -29,6 +29,26 @@ for export in "$data"/sharded/*.pre.mlir.xz; do
 done
 [[ $count -eq 21 ]] && echo "ok   sharded_exports_21" || fail "sharded_exports: $count of 21"
 
+# Orrery's SPMD partitioner on every sharded export (tools/validate_spmd.py, `make validate`'s spmd
+# step): every op has a rule (none runs on whole operands), and on the data-parallel meshes the
+# gradient reductions are XLA's to within 1%.
+shared=${ORRERY_SHARED_DATA:-$source_dir/../shared/data}
+if /usr/bin/python3 "$source_dir/tools/validate_spmd.py" --orrery "$orrery" --data "$shared" --root "$source_dir" \
+    > "$work/spmd.md"; then
+  /usr/bin/python3 - "$work/spmd.md" <<'PY' && echo "ok   spmd_partitioner_vs_xla" || fail "spmd_partitioner_vs_xla"
+import sys
+rows = [l.split("|")[1:-1] for l in open(sys.argv[1]) if l.startswith("| llama") or l.startswith("| resnet")]
+assert len(rows) == 21, len(rows)
+for r in rows:
+    cells = [c.strip() for c in r]
+    assert cells[10] == "none", cells
+    if cells[1].startswith("dp") and not cells[1].startswith("dp2"):
+        assert abs(float(cells[7]) - 1.0) <= 0.01, cells
+PY
+else
+  fail "spmd_partitioner_vs_xla: tools/validate_spmd.py failed"
+fi
+
 # Every convolution of the ResNet-50 export finds its own measured row: with a table of the
 # convolution rows alone, each of the 158 convolution kernels costs exactly one shape's measured
 # time (an interpolated or scaled estimate would not).

@@ -71,6 +71,35 @@ expect bad_key 2 "system.scale_up.bandwith_GBps: unknown key" -- "$orrery" run "
 expect missing_scenario 2 "cannot read '/nonexistent.yaml'" -- "$orrery" run /nonexistent.yaml
 expect missing_program 2 "workload.programs[0].file" -- "$orrery" run "$scenario" --set workload.programs.0.file=/nonexistent.mlir
 expect missing_hint 2 "carries no licence" -- "$orrery" run "$root/configs/scenarios/llama3-100m-4gpu.yaml" --set workload.programs.0.file=/nonexistent.mlir
+# A pre-partitioning export (shardings, no collectives) is partitioned before the run: 8 ranks with
+# the collectives its shardings need, the same summary for -np 1 and -np 2.
+pre_spmd=$root/configs/scenarios/llama3-100m-8gpu-pre-spmd.yaml
+expect missing_hint_pre_spmd 2 "carries no licence" -- "$orrery" run "$pre_spmd" --set workload.programs.0.file=/nonexistent.mlir
+if [[ -f "$root/../shared/data/stablehlo/hespas_workloads/llama3-100m.pre-spmd-8dev.mlir" ]]; then
+  "$orrery" --log-level warn run "$pre_spmd" --summary-json "$work/pre1.json" > /dev/null &&
+    timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn run "$pre_spmd" --summary-json "$work/pre2.json" > /dev/null ||
+    { echo "FAIL pre-SPMD scenario run"; failures=$((failures + 1)); }
+  /usr/bin/python3 - "$work/pre1.json" "$work/pre2.json" <<'PY' || failures=$((failures + 1))
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+assert one["ranks"] == 8 and one["comm_s"] > 0, one
+for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+    one.pop(key); two.pop(key)
+assert one == two, "pre-SPMD summary differs between -np 1 and -np 2"
+print("ok   pre-SPMD scenario: partitioned, communicates, same summary for -np 1 and -np 2, step", one["step_time_s"])
+PY
+else
+  echo "skip pre-SPMD scenario: ../shared/data/stablehlo/hespas_workloads absent"
+fi
+cat > "$work/permuted.mlir" <<'MLIR'
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  func.func @main(%x: tensor<8xf32> {mhlo.sharding = "{devices=[4]0,2,1,3}"}) -> tensor<8xf32> {
+    return %x : tensor<8xf32>
+  }
+}
+MLIR
+expect unsupported_sharding 1 "permuted.mlir:2:" -- "$orrery" inspect "$work/permuted.mlir" --partition
+expect unsupported_sharding_run 1 "the explicit device order" -- "$orrery" run "$scenario" --set workload.programs.0.file="$work/permuted.mlir" --set workload.programs.0.ranks=all
 expect wrong_ranks 2 "runs on 4 devices" -- "$orrery" run "$scenario" --set workload.programs.0.ranks=0-1
 expect no_hardware 2 "unknown hardware preset" -- "$orrery" run "$scenario" --set hardware=Z100
 expect forced_algorithm 2 "system.collectives.all_reduce = in_switch cannot serve a group of 4 members: system.scale_up.in_switch_reduction is false" -- "$orrery" run "$scenario" --set system.collectives.all_reduce=in_switch
