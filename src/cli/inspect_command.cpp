@@ -213,7 +213,8 @@ int run_inspect(InspectOptions& options) {
   if (options.partition || options.cost) {
     for (std::size_t m = 0; m < modules.size(); ++m) {
       auto& module = modules[m];
-      if (module.program->form() != workload::ProgramForm::kPrePartitioning) {
+      if (module.program->form() != workload::ProgramForm::kPrePartitioning ||
+          module.program->num_devices() < 2) {
         continue;
       }
       workload::SpmdReport report;

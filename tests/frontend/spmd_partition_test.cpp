@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -277,6 +278,56 @@ TEST(SpmdPartition, MatchesXlasPartitioningOfMaxTextLlama) {
                                              report.collective_operand_bytes["reduce_scatter"]);
   EXPECT_NEAR(reduced / static_cast<double>(bytes(xla, OpKind::kAllReduce)), 1.0, 0.01);
   EXPECT_TRUE(report.replicated_ops.empty());
+}
+
+}  // namespace
+}  // namespace orrery::frontend::stablehlo
+
+namespace orrery::frontend::stablehlo {
+namespace {
+
+// Every pre-partitioning module of several devices in ../shared/data partitions (or is refused with
+// a located error); the partitioned program holds per-device shapes no larger than the global ones.
+TEST(SpmdPartition, EveryPrePartitioningModuleOfTheSharedDataPartitions) {
+  const fs::path dir = fs::path(ORRERY_SHARED_DATA) / "stablehlo";
+  if (!fs::exists(dir)) {
+    GTEST_SKIP() << "shared data directory absent: " << dir;
+  }
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".mlir") {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::size_t partitioned = 0;
+  for (const fs::path& path : files) {
+    auto modules = parse_file(path.string(), {});
+    if (!modules.ok()) {
+      continue;  // the verifier's invalid cases (data_walk_test)
+    }
+    for (const auto& module : modules.value()) {
+      if (module.program->form() != workload::ProgramForm::kPrePartitioning ||
+          module.program->num_devices() < 2) {
+        continue;
+      }
+      try {
+        const auto p = workload::partition_spmd(workload::ProgramBuilder::inline_calls(*module.program));
+        EXPECT_EQ(p->form(), workload::ProgramForm::kPartitioned) << path;
+        const auto& before = module.program->function(module.program->entry_function());
+        const auto& after = p->function(p->entry_function());
+        for (std::size_t i = 0; i < before.argument_types.count; ++i) {
+          EXPECT_LE(p->types().byte_size(p->argument_types(after)[i]).value_or(0),
+                    module.program->types().byte_size(module.program->argument_types(before)[i]).value_or(0))
+              << path;
+        }
+        ++partitioned;
+      } catch (const OrreryError& e) {
+        EXPECT_TRUE(e.error().where.has_value()) << path << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_GE(partitioned, 3U);
 }
 
 }  // namespace
