@@ -2281,21 +2281,25 @@ RunSummary simulate(pdes::Communicator& communicator, const SimulationInput& inp
     }
     const double per = static_cast<double>(programs[p]->ranks().size()) * std::max<std::uint32_t>(completed, 1);
     // One entry per source op: the copies of an inlined callee's op (compute.inline_calls) share its
-    // source offset and are summed (in integer ps), described by the first copy.
+    // source offset and kind and are summed (in integer ps), described by the first copy. (The
+    // collectives the SPMD partitioner inserts carry the offset of the op that needs them, a
+    // different kind.)
     struct Source {
       workload::OpId first;
       std::uint64_t ps = 0;
       std::uint64_t count = 0;
     };
     std::vector<Source> sources;
-    std::unordered_map<std::uint32_t, std::size_t> by_offset;
+    std::unordered_map<std::uint64_t, std::size_t> by_offset;
     const workload::Program& program = programs[p]->program();
     for (std::size_t id = 0; id < op_ps[p].size(); ++id) {
       if (op_counts[p][id] == 0) {
         continue;
       }
       const auto op_id = static_cast<workload::OpId>(id);
-      const auto [it, inserted] = by_offset.try_emplace(program.op(op_id).offset, sources.size());
+      const std::uint64_t key = (static_cast<std::uint64_t>(program.op(op_id).offset) << 16) |
+                                static_cast<std::uint64_t>(program.op(op_id).kind);
+      const auto [it, inserted] = by_offset.try_emplace(key, sources.size());
       if (inserted) {
         sources.push_back(Source{op_id});
       }

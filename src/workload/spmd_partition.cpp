@@ -12,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "util/assert.h"
@@ -1527,9 +1528,17 @@ class Partitioner {
     for (std::uint32_t i = 0; i < block.arguments.count; ++i) {
       shardings_[ValueRef::block_argument(entry_block_, i).key()] = argument_sharding(i);
     }
-    for (const OpId id : from_.ops(block)) {
+    forward_block(entry_block_);
+  }
+
+  void forward_block(BlockId block) {
+    for (const OpId id : from_.ops(from_.block(block))) {
       const Op& op = from_.op(id);
       if (op.kind == OpKind::kReturn) {
+        continue;
+      }
+      if (partitionable_while(op)) {
+        forward_while(id);
         continue;
       }
       const std::vector<Sh> in = operand_shardings(id);
@@ -1551,25 +1560,103 @@ class Partitioner {
     }
   }
 
+  // A while loop whose condition and body are one block each is partitioned inside: each
+  // loop-carried value keeps one sharding across iterations — its initial value's, or, for an
+  // initial value that is whole (an accumulator's zeros), the sharding the body gives it.
+  bool partitionable_while(const Op& op) const {
+    if (op.kind != OpKind::kWhile || op.regions.count != 2) {
+      return false;
+    }
+    for (const RegionId r : from_.regions(op)) {
+      if (from_.blocks(from_.region(r)).size() != 1) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  BlockId region_block(const Op& op, std::size_t index) const {
+    return from_.blocks(from_.region(from_.regions(op)[index])).front();
+  }
+
+  void forward_while(OpId id) {
+    const Op& op = from_.op(id);
+    std::vector<Sh> carried = operand_shardings(id);
+    for (Sh& s : carried) {
+      s.partial = 0;
+      s.reduction = ReductionKind::kNone;
+    }
+    const BlockId cond = region_block(op, 0);
+    const BlockId body = region_block(op, 1);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      for (const BlockId b : {cond, body}) {
+        for (std::uint32_t i = 0; i < from_.block(b).arguments.count && i < carried.size(); ++i) {
+          shardings_[ValueRef::block_argument(b, i).key()] = carried[i];
+        }
+        forward_block(b);
+      }
+      const auto body_ops = from_.ops(from_.block(body));
+      if (body_ops.empty() || from_.op(body_ops.back()).kind != OpKind::kReturn) {
+        break;
+      }
+      const auto returned = from_.operands(from_.op(body_ops.back()));
+      bool changed = false;
+      for (std::size_t i = 0; i < carried.size() && i < returned.size(); ++i) {
+        const Sh r = sharding_of(returned[i]);
+        Mask dims = 0;
+        for (const Mask m : r.dims) {
+          dims |= m;
+        }
+        if (carried[i].atoms() == 0 && dims != 0 && r.dims.size() == carried[i].dims.size()) {
+          carried[i].dims = r.dims;
+          changed = true;
+        }
+      }
+      if (!changed) {
+        break;
+      }
+    }
+    Decision d;
+    d.operands = carried;
+    d.results = carried;
+    for (std::uint32_t k = 0; k < d.results.size(); ++k) {
+      shardings_[ValueRef::op_result(id, k).key()] = d.results[k];
+    }
+    decisions_[id] = std::move(d);
+  }
+
   // An op whose operands are all whole and whose single result is whole (a constant, an
   // iota, a broadcast of a scalar) takes the sharding its first sharded user needs, so that it is
   // built per device; visited last-to-first so that chains of such ops follow.
-  void find_users() {
-    const auto ops = from_.ops(from_.block(entry_block_));
-    for (const OpId id : ops) {
-      const auto operands = from_.operands(from_.op(id));
+  void find_users() { find_users(entry_block_); }
+
+  void find_users(BlockId block) {
+    for (const OpId id : from_.ops(from_.block(block))) {
+      const Op& op = from_.op(id);
+      const auto operands = from_.operands(op);
       for (std::uint32_t i = 0; i < operands.size(); ++i) {
         users_[operands[i].key()].emplace_back(id, i);
+      }
+      if (partitionable_while(op)) {
+        find_users(region_block(op, 0));
+        find_users(region_block(op, 1));
       }
     }
   }
 
-  void backward() {
+  void backward() { backward(entry_block_); }
+
+  void backward(BlockId block) {
     auto& users = users_;
-    const auto ops = from_.ops(from_.block(entry_block_));
+    const auto ops = from_.ops(from_.block(block));
     for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
       const OpId id = *it;
       const Op& op = from_.op(id);
+      if (partitionable_while(op)) {
+        backward(region_block(op, 1));
+        backward(region_block(op, 0));
+        continue;
+      }
       prefer(id);
       const OpCategory category = op_category(op.kind);
       const bool cheap = category == OpCategory::kElementwise || category == OpCategory::kConstant ||
@@ -1749,7 +1836,7 @@ class Partitioner {
     if (!from_.types().is_tensor(global) || have == want) {
       return value;
     }
-    const auto key = std::make_tuple(value.key(), want.dims, want.partial);
+    const auto key = std::make_tuple(block, value.key(), want.dims, want.partial);
     if (const auto it = reshards_.find(key); it != reshards_.end()) {
       return it->second;
     }
@@ -1829,6 +1916,18 @@ class Partitioner {
     for (std::uint32_t i = 0; i < old.arguments.count; ++i) {
       values[ValueRef::block_argument(entry_block_, i).key()] = ValueRef::block_argument(block, i);
     }
+    std::vector<Sh> returns;
+    for (std::uint32_t i = 0; i < from_.function(function).result_types.count; ++i) {
+      returns.push_back(result_sharding(i));
+    }
+    build_block(entry_block_, block, function, values, returns);
+    return region;
+  }
+
+  // Builds the per-device ops of `old_block` into `block`; the operands of its return are
+  // resharded to `returns` (left as they are where it has none).
+  void build_block(BlockId old_block, BlockId block, FunctionId function,
+                   std::unordered_map<std::uint64_t, ValueRef>& values, const std::vector<Sh>& returns) {
     std::vector<OpId> ops;
     const Outer operand_value = [&](ValueRef old_value, const Sh& want, std::uint32_t offset) {
       const auto it = values.find(old_value.key());
@@ -1836,13 +1935,19 @@ class Partitioner {
       return reshard(it->second, from_.value_type(old_value), sharding_of(old_value), want, offset, block,
                      ops);
     };
-    for (const OpId id : from_.ops(old)) {
+    for (const OpId id : from_.ops(from_.block(old_block))) {
       const Op& op = from_.op(id);
       const auto operands = from_.operands(op);
       if (op.kind == OpKind::kReturn) {
         std::vector<ValueRef> returned;
         for (std::uint32_t i = 0; i < operands.size(); ++i) {
-          returned.push_back(operand_value(operands[i], result_sharding(i), op.offset));
+          Sh want = sharding_of(operands[i]);
+          if (i < returns.size()) {
+            want = returns[i];
+          }
+          want.partial = 0;
+          want.reduction = ReductionKind::kNone;
+          returned.push_back(operand_value(operands[i], want, op.offset));
         }
         const OpId ret = to_.add_op(op.kind, op.name, block, op.offset);
         to_.set_op_contents(ret, returned, {}, {}, from_.attributes(op));
@@ -1862,14 +1967,30 @@ class Partitioner {
           op_category(op.kind) != OpCategory::kMetadata) {
         ++report_->replicated_ops[std::string(from_.op_name(op))];
       }
-      const OpId nid = to_.add_op(op.kind, op.name, block, op.offset);
-      std::vector<RegionId> regions;
-      for (const RegionId r : from_.regions(op)) {
-        regions.push_back(copy_region(r, nid, function, values, &operand_value));
-      }
       std::vector<TypeId> results;
       for (std::uint32_t k = 0; k < op.results.count; ++k) {
         results.push_back(local_type(from_.result_types(op)[k], d.results[k]));
+      }
+      const OpId nid = to_.add_op(op.kind, op.name, block, op.offset);
+      std::vector<RegionId> regions;
+      if (partitionable_while(op)) {
+        // The condition and the body, partitioned, on the loop-carried values' shardings.
+        for (std::size_t r = 0; r < 2; ++r) {
+          const RegionId region = to_.add_region(nid, function);
+          const BlockId old_inner = region_block(op, r);
+          const BlockId inner = to_.add_block(region, from_.block(old_inner).offset, results);
+          const BlockId inner_blocks[] = {inner};
+          to_.set_region_blocks(region, inner_blocks);
+          for (std::uint32_t i = 0; i < from_.block(old_inner).arguments.count; ++i) {
+            values[ValueRef::block_argument(old_inner, i).key()] = ValueRef::block_argument(inner, i);
+          }
+          build_block(old_inner, inner, function, values, r == 1 ? d.results : std::vector<Sh>{});
+          regions.push_back(region);
+        }
+      } else {
+        for (const RegionId r : from_.regions(op)) {
+          regions.push_back(copy_region(r, nid, function, values, &operand_value));
+        }
       }
       to_.set_op_contents(nid, new_operands, results, regions, from_.attributes(op));
       to_.set_payload_index(nid, op.payload);
@@ -1879,40 +2000,51 @@ class Partitioner {
       ops.push_back(nid);
     }
     to_.set_block_ops(block, ops);
-    return region;
   }
 
   // A nested region copied as it is (a reduction's body, a branch of a replicated `if`); values
-  // it uses from outside are taken whole.
+  // it uses from outside are taken whole (through `outer`, which reshards them; without one, for
+  // the functions other than the entry, as they are).
   using Outer = std::function<ValueRef(ValueRef, const Sh&, std::uint32_t)>;
   RegionId copy_region(RegionId old_region, OpId parent, FunctionId function,
                        std::unordered_map<std::uint64_t, ValueRef>& values, const Outer* outer) {
+    std::unordered_set<std::uint64_t> inner;  // values defined inside the region
+    return copy_region(old_region, parent, function, values, outer, inner);
+  }
+
+  RegionId copy_region(RegionId old_region, OpId parent, FunctionId function,
+                       std::unordered_map<std::uint64_t, ValueRef>& values, const Outer* outer,
+                       std::unordered_set<std::uint64_t>& inner) {
     const RegionId region = to_.add_region(parent, function);
     const std::vector<BlockId> blocks = to_.copy_blocks(from_, old_region, region, values);
     std::size_t index = 0;
     for (const BlockId old_block : from_.blocks(from_.region(old_region))) {
+      for (std::uint32_t i = 0; i < from_.block(old_block).arguments.count; ++i) {
+        inner.insert(ValueRef::block_argument(old_block, i).key());
+      }
       std::vector<OpId> ops;
       for (const OpId id : from_.ops(from_.block(old_block))) {
         const Op& op = from_.op(id);
         const OpId nid = to_.add_op(op.kind, op.name, blocks[index], op.offset);
         std::vector<RegionId> regions;
         for (const RegionId r : from_.regions(op)) {
-          regions.push_back(copy_region(r, nid, function, values, outer));
+          regions.push_back(copy_region(r, nid, function, values, outer, inner));
         }
         std::vector<ValueRef> operands;
         for (const ValueRef v : from_.operands(op)) {
-          const auto it = values.find(v.key());
-          if (it != values.end() && !(outer != nullptr && captured(v))) {
-            operands.push_back(it->second);
-          } else {
-            ORRERY_ASSERT(outer != nullptr, "partition_spmd: a value used before it is defined");
+          if (outer != nullptr && !inner.contains(v.key())) {
             operands.push_back((*outer)(v, replicated(rank(from_.value_type(v))), op.offset));
+          } else {
+            const auto it = values.find(v.key());
+            ORRERY_ASSERT(it != values.end(), "partition_spmd: a value used before it is defined");
+            operands.push_back(it->second);
           }
         }
         to_.set_op_contents(nid, operands, from_.result_types(op), regions, from_.attributes(op));
         to_.set_payload_index(nid, op.payload);
         for (std::uint32_t k = 0; k < op.results.count; ++k) {
           values[ValueRef::op_result(id, k).key()] = ValueRef::op_result(nid, k);
+          inner.insert(ValueRef::op_result(id, k).key());
         }
         ops.push_back(nid);
       }
@@ -1920,14 +2052,6 @@ class Partitioner {
       ++index;
     }
     return region;
-  }
-
-  // Whether a value belongs to the entry block (so a nested region captures it from outside).
-  bool captured(ValueRef v) const {
-    if (v.is_block_argument()) {
-      return v.block() == entry_block_;
-    }
-    return from_.op(v.op()).block == entry_block_;
   }
 
   const Program& from_;
@@ -1949,9 +2073,9 @@ class Partitioner {
   std::unordered_map<std::uint64_t, std::vector<std::pair<OpId, std::uint32_t>>> users_;
   std::unordered_map<std::uint64_t, std::vector<Mask>> preferred_;
   bool discovering_ = false;
-  // Reshards already emitted, by value and wanted sharding: a value needed the same way twice is
-  // resharded once (XLA's CSE).
-  std::map<std::tuple<std::uint64_t, std::vector<Mask>, Mask>, ValueRef> reshards_;
+  // Reshards already emitted, by block, value and wanted sharding: a value needed the same way
+  // twice in a block is resharded once (XLA's CSE).
+  std::map<std::tuple<BlockId, std::uint64_t, std::vector<Mask>, Mask>, ValueRef> reshards_;
   std::int64_t channel_ = 0;
 };
 

@@ -332,3 +332,59 @@ TEST(SpmdPartition, EveryPrePartitioningModuleOfTheSharedDataPartitions) {
 
 }  // namespace
 }  // namespace orrery::frontend::stablehlo
+
+namespace orrery::frontend::stablehlo {
+namespace {
+
+// A loop over layers (lax.scan, a gradient accumulation loop) is partitioned inside: the
+// loop-carried activations keep the batch sharding, the gradient accumulated in the loop is
+// all-reduced in the body (once per iteration), and the trip count is kept.
+constexpr const char* kLoop = R"(
+module @scan attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["data"=4]>
+  func.func @main(%x: tensor<16x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"data"}, {}]>},
+                  %w: tensor<8x8xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {}]>})
+      -> (tensor<16x8xf32>, tensor<8x8xf32>) {
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %acc0 = stablehlo.broadcast_in_dim %z, dims = [] : (tensor<f32>) -> tensor<8x8xf32>
+    %r:3 = stablehlo.while(%i = %c0, %h = %x, %acc = %acc0) : tensor<i32>, tensor<16x8xf32>, tensor<8x8xf32>
+     cond {
+      %c4 = stablehlo.constant dense<4> : tensor<i32>
+      %p = stablehlo.compare LT, %i, %c4 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %c1 = stablehlo.constant dense<1> : tensor<i32>
+      %n = stablehlo.add %i, %c1 : tensor<i32>
+      %y = stablehlo.dot_general %h, %w, contracting_dims = [1] x [0] : (tensor<16x8xf32>, tensor<8x8xf32>) -> tensor<16x8xf32>
+      %g = stablehlo.dot_general %h, %y, contracting_dims = [0] x [0] : (tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+      %a = stablehlo.add %acc, %g : tensor<8x8xf32>
+      stablehlo.return %n, %y, %a : tensor<i32>, tensor<16x8xf32>, tensor<8x8xf32>
+    }
+    return %r#1, %r#2 : tensor<16x8xf32>, tensor<8x8xf32>
+  }
+}
+)";
+
+TEST(SpmdPartition, WhileLoopsArePartitionedInside) {
+  workload::SpmdReport report;
+  const auto p = partition(kLoop, &report);
+  EXPECT_TRUE(report.replicated_ops.empty());
+  const auto loops = ops_of(*p, OpKind::kWhile);
+  ASSERT_EQ(loops.size(), 1U);
+  const auto& loop = p->op(loops[0]);
+  EXPECT_EQ(p->types().to_string(p->result_types(loop)[1]), "tensor<4x8xf32>");
+  EXPECT_EQ(p->types().to_string(p->result_types(loop)[2]), "tensor<8x8xf32>");
+  EXPECT_EQ(p->while_loop(loop).trip_count, 4U);
+  const auto reduces = ops_of(*p, OpKind::kAllReduce);
+  ASSERT_EQ(reduces.size(), 1U);
+  const workload::BlockId body = p->blocks(p->region(p->regions(loop)[1])).front();
+  EXPECT_EQ(p->op(reduces[0]).block, body);
+  EXPECT_TRUE(ops_of(*p, OpKind::kAllGather).empty());
+  const auto dots = ops_of(*p, OpKind::kDotGeneral);
+  ASSERT_EQ(dots.size(), 2U);
+  EXPECT_EQ(result_type(*p, dots[0]), "tensor<4x8xf32>");
+}
+
+}  // namespace
+}  // namespace orrery::frontend::stablehlo
