@@ -199,11 +199,11 @@ def sharded_section(orrery, root, work):
           "; ".join(f"{family} x{ratio(t[1], t[0])}" for family, t in sorted(totals.items())) + ".\n")
     print("Where the two differ: XLA propagates shardings in both directions with its own priorities and "
           "chooses among ways to partition each dot by their cost, while Orrery's rules pick, op by op, the "
-          "operand sharding that moves the fewest bytes (docs/stablehlo.md, \"SPMD partitioning\"). On data "
-          "parallelism the two insert the same reductions; on FSDP Orrery gathers each parameter once for "
-          "the forward and backward passes where XLA's CPU pipeline gathers some twice; on the tensor-parallel "
-          "meshes the strategies differ most (where to gather activations against where to reduce them), "
-          "and on ResNet FSDP Orrery moves activations with all-to-alls where XLA gathers the kernels.\n")
+          "operand sharding that moves the fewest bytes, counting a resharding an earlier op already made as "
+          "free (docs/stablehlo.md, \"SPMD partitioning\"). Data parallelism and ResNet-18's FSDP give XLA's "
+          "bytes; on the Llama FSDP meshes XLA builds the embedding's gradient on each device's rows of the "
+          "table (gathering the updates) where Orrery reduce-scatters a partial table; on the tensor-parallel "
+          "meshes the two gather activations in different places.\n")
 
 
 def main():

@@ -9,6 +9,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -1452,6 +1453,9 @@ class Partitioner {
     for (std::size_t i = 0; i < operands.size(); ++i) {
       const Sh& have = in[i];
       const Sh& want = d.operands[i];
+      if (planned_.contains(std::make_tuple(operands[i].key(), want.dims, want.partial))) {
+        continue;  // an earlier op reshards this value the same way: reused, as XLA's CSE does
+      }
       const auto size = static_cast<double>(global_bytes(operands[i]));
       Mask lost = 0;
       for (std::size_t k = 0; k < have.dims.size() && k < want.dims.size(); ++k) {
@@ -1524,6 +1528,7 @@ class Partitioner {
   // Every value's sharding and every op's decision, in program order.
   void forward() {
     shardings_.clear();
+    planned_.clear();
     const Block& block = from_.block(entry_block_);
     for (std::uint32_t i = 0; i < block.arguments.count; ++i) {
       shardings_[ValueRef::block_argument(entry_block_, i).key()] = argument_sharding(i);
@@ -1555,6 +1560,12 @@ class Partitioner {
       }
       for (std::uint32_t k = 0; k < d.results.size(); ++k) {
         shardings_[ValueRef::op_result(id, k).key()] = d.results[k];
+      }
+      const auto operands = from_.operands(op);
+      for (std::size_t i = 0; i < operands.size() && i < d.operands.size(); ++i) {
+        if (!(sharding_of(operands[i]) == d.operands[i])) {
+          planned_.insert(std::make_tuple(operands[i].key(), d.operands[i].dims, d.operands[i].partial));
+        }
       }
       decisions_[id] = std::move(d);
     }
@@ -2072,6 +2083,9 @@ class Partitioner {
   std::unordered_map<OpId, std::vector<Sh>> hints_;
   std::unordered_map<std::uint64_t, std::vector<std::pair<OpId, std::uint32_t>>> users_;
   std::unordered_map<std::uint64_t, std::vector<Mask>> preferred_;
+  // Reshards the decisions so far make (value, wanted dims, wanted partial atoms): the cost of
+  // another op that needs the same one is nothing.
+  std::set<std::tuple<std::uint64_t, std::vector<Mask>, Mask>> planned_;
   bool discovering_ = false;
   // Reshards already emitted, by block, value and wanted sharding: a value needed the same way
   // twice in a block is resharded once (XLA's CSE).
