@@ -1669,6 +1669,7 @@ class Partitioner {
         continue;
       }
       prefer(id);
+      produce_as_wanted(id);
       const OpCategory category = op_category(op.kind);
       const bool cheap = category == OpCategory::kElementwise || category == OpCategory::kConstant ||
                          op.kind == OpKind::kBroadcastInDim || op.kind == OpKind::kReshape ||
@@ -1742,6 +1743,39 @@ class Partitioner {
           preferred_[operands[i].key()] = result->second;
         }
       }
+    }
+  }
+
+  // An op whose result is a partial sum that its users want reduced onto some sharding may instead
+  // produce that sharding whole, resharding its operands to it (GSPMD's propagation gives the op
+  // its users' sharding first): a scatter-add into a table sharded by rows writes each device's
+  // rows from the gathered updates rather than reduce-scattering a partial table. Taken when it
+  // moves less than half the bytes of the reduction it saves: with "fewer" alone, the row-parallel
+  // matmuls of tensor parallelism would gather their inputs where XLA reduce-scatters their
+  // outputs (docs/validation/spmd.md; the threshold was chosen on those exports).
+  void produce_as_wanted(OpId id) {
+    const Op& op = from_.op(id);
+    const auto found = decisions_.find(id);
+    if (found == decisions_.end() || op.results.count != 1 || found->second.fallback ||
+        found->second.results[0].partial == 0 || annotated(id) || is_identity(op)) {
+      return;
+    }
+    const auto wanted = preferred_.find(ValueRef::op_result(id, 0).key());
+    if (wanted == preferred_.end()) {
+      return;
+    }
+    const std::vector<Sh> in = operand_shardings(id);
+    Sh want = replicated(wanted->second.size());
+    want.dims = wanted->second;
+    const std::vector<Sh> fixed{want};
+    Decision alternative = decide(id, in, &fixed);
+    if (alternative.fallback || alternative.results[0].partial != 0 || alternative.results[0].atoms() == 0) {
+      return;
+    }
+    // cost() counts the current decision's partial result as the bytes its reduction moves.
+    if (2 * cost(id, in, alternative) < cost(id, in, found->second)) {
+      hints_[id] = fixed;
+      decisions_[id] = std::move(alternative);
     }
   }
 

@@ -30,8 +30,9 @@ done
 [[ $count -eq 21 ]] && echo "ok   sharded_exports_21" || fail "sharded_exports: $count of 21"
 
 # Orrery's SPMD partitioner on every sharded export (tools/validate_spmd.py, `make validate`'s spmd
-# step): every op has a rule (none runs on whole operands), and on the data-parallel meshes the
-# gradient reductions are XLA's to within 1%.
+# step): every op has a rule (none runs on whole operands), on the data-parallel meshes the
+# gradient reductions are XLA's to within 1%, and on the Llama FSDP meshes the gathered and reduced
+# bytes are XLA's to within 2%.
 shared=${ORRERY_SHARED_DATA:-$source_dir/../shared/data}
 if /usr/bin/python3 "$source_dir/tools/validate_spmd.py" --orrery "$orrery" --data "$shared" --root "$source_dir" \
     > "$work/spmd.md"; then
@@ -44,6 +45,8 @@ for r in rows:
     assert cells[10] == "none", cells
     if cells[1].startswith("dp") and not cells[1].startswith("dp2"):
         assert abs(float(cells[7]) - 1.0) <= 0.01, cells
+    if cells[1].startswith("fsdp") and cells[0].startswith("llama"):
+        assert abs(float(cells[4]) - 1.0) <= 0.02 and abs(float(cells[7]) - 1.0) <= 0.02, cells
 PY
 else
   fail "spmd_partitioner_vs_xla: tools/validate_spmd.py failed"
