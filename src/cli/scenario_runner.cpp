@@ -183,6 +183,16 @@ void add_program(std::shared_ptr<const workload::Program> program, std::string l
     }
     spdlog::info("{}: partitioned for {} devices by Orrery's SPMD partitioner: {} collectives inserted",
                  label, report.devices, inserted);
+    if (!report.replicated_ops.empty()) {
+      std::string ops;
+      for (const auto& [name, count] : report.replicated_ops) {
+        ops += fmt::format("{}{} x{}", ops.empty() ? "" : ", ", name, count);
+      }
+      result.warnings.push_back(fmt::format(
+          "{}: ops with no SPMD partitioning rule run on whole operands on every device (their operands "
+          "gathered; docs/stablehlo.md, \"SPMD partitioning\"): {}",
+          label, ops));
+    }
   }
   compute::ProgramCosts costs =
       compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));

@@ -100,6 +100,16 @@ module @m attributes {mhlo.num_partitions = 4 : i32} {
 MLIR
 expect unsupported_sharding 1 "permuted.mlir:2:" -- "$orrery" inspect "$work/permuted.mlir" --partition
 expect unsupported_sharding_run 1 "the explicit device order" -- "$orrery" run "$scenario" --set workload.programs.0.file="$work/permuted.mlir" --set workload.programs.0.ranks=all
+cat > "$work/whole.mlir" <<'MLIR'
+module @m attributes {mhlo.num_partitions = 4 : i32} {
+  sdy.mesh @mesh = <["b"=4]>
+  func.func @main(%x: tensor<8x6xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"b"}, {}]>}) -> tensor<8x6xf32> {
+    %c = stablehlo.custom_call @my_kernel(%x) : (tensor<8x6xf32>) -> tensor<8x6xf32>
+    return %c : tensor<8x6xf32>
+  }
+}
+MLIR
+expect partition_fallback_warning 0 "no SPMD partitioning rule run on whole operands on every device (their operands gathered; docs/stablehlo.md, \"SPMD partitioning\"): stablehlo.custom_call x1" -- "$orrery" run "$scenario" --set workload.programs.0.file="$work/whole.mlir"
 expect wrong_ranks 2 "runs on 4 devices" -- "$orrery" run "$scenario" --set workload.programs.0.ranks=0-1
 expect no_hardware 2 "unknown hardware preset" -- "$orrery" run "$scenario" --set hardware=Z100
 expect forced_algorithm 2 "system.collectives.all_reduce = in_switch cannot serve a group of 4 members: system.scale_up.in_switch_reduction is false" -- "$orrery" run "$scenario" --set system.collectives.all_reduce=in_switch
