@@ -203,10 +203,36 @@ class ShardingParser {
       }
       trailing = static_cast<std::size_t>(std::count(list.begin(), list.end(), ',') + 1);
     }
-    const std::int64_t tiles =
-        std::accumulate(tile.begin(), tile.end(), std::int64_t{1}, std::multiplies<>());
-    const std::int64_t listed =
-        std::accumulate(reshape.begin(), reshape.end(), std::int64_t{1}, std::multiplies<>());
+    // Tile and reshape sizes are positive and perm is a permutation of the reshape's dimensions.
+    const auto positive = [&](const std::vector<std::int64_t>& values) {
+      return std::all_of(values.begin(), values.end(),
+                         [&](std::int64_t x) { return x >= 1 && x <= devices_; });
+    };
+    // The product, or devices_ + 1 once it exceeds devices_ (no overflow).
+    const auto product_of = [&](const std::vector<std::int64_t>& values) {
+      std::int64_t p = 1;
+      for (const std::int64_t x : values) {
+        p *= x;
+        if (p > devices_) {
+          return devices_ + 1;
+        }
+      }
+      return p;
+    };
+    std::vector<std::int64_t> sorted_perm = perm;
+    std::sort(sorted_perm.begin(), sorted_perm.end());
+    for (std::size_t k = 0; k < sorted_perm.size(); ++k) {
+      if (sorted_perm[k] != static_cast<std::int64_t>(k)) {
+        unsupported(p_, offset,
+                    fmt::format("sharding '{}': T(...) is not a permutation of the device dimensions", text));
+      }
+    }
+    if (!positive(tile) || !positive(reshape)) {
+      unsupported(p_, offset,
+                  fmt::format("sharding '{}': tile and device dimensions must be positive", text));
+    }
+    const std::int64_t tiles = product_of(tile);
+    const std::int64_t listed = product_of(reshape);
     if (tile.size() < trailing || tile.size() - trailing != rank || tiles != devices_ || listed != devices_ ||
         perm.size() != reshape.size()) {
       unsupported(
@@ -237,7 +263,10 @@ class ShardingParser {
         while (cursor >= 0 && digits[static_cast<std::size_t>(cursor)].size == 1) {
           --cursor;
         }
-        ORRERY_ASSERT(cursor >= 0, "tile dimensions cover the devices");
+        if (cursor < 0) {
+          unsupported(p_, offset,
+                      fmt::format("sharding '{}': the tile dimensions do not cover the devices", text));
+        }
         Digit& d = digits[static_cast<std::size_t>(cursor)];
         if (d.size <= remaining) {
           if (remaining % d.size != 0) {
@@ -315,7 +344,7 @@ class ShardingParser {
           if (sub == 0) {
             return {stride, size};
           }
-          if (size % (pre * sub) != 0) {
+          if (pre < 1 || sub < 1 || pre > size || sub > size || size % pre != 0 || (size / pre) % sub != 0) {
             unsupported(p_, offset,
                         fmt::format("sub-axis \"{}\":({}){} of an axis of size {}", axis, pre, sub, size));
           }
@@ -337,11 +366,17 @@ class ShardingParser {
         continue;
       }
       const std::size_t close = text.find('}', i);
+      if (close == std::string_view::npos) {
+        unsupported(p_, offset, fmt::format("sharding '{}': a dimension's '{{' is not closed", text));
+      }
       const std::string_view body = text.substr(i + 1, close - i - 1);
       std::vector<Piece> pieces;
       std::size_t q = 0;
       while ((q = body.find('"', q)) != std::string_view::npos) {
         const std::size_t end = body.find('"', q + 1);
+        if (end == std::string_view::npos) {
+          unsupported(p_, offset, fmt::format("sharding '{}': an axis name's quote is not closed", text));
+        }
         const std::string_view axis = body.substr(q + 1, end - q - 1);
         std::int64_t pre = 0;
         std::int64_t sub = 0;
@@ -363,6 +398,18 @@ class ShardingParser {
       unsupported(
           p_, offset,
           fmt::format("sharding '{}' has {} dimensions for a rank-{} value", text, r.dims.size(), rank));
+    }
+    // An axis (or two sub-axes that overlap) may split only one dimension, once.
+    std::vector<Piece> all;
+    for (const auto& dim : r.dims) {
+      all.insert(all.end(), dim.begin(), dim.end());
+    }
+    for (std::size_t a = 0; a < all.size(); ++a) {
+      for (std::size_t b = a + 1; b < all.size(); ++b) {
+        if (all[a].stride < all[b].stride * all[b].size && all[b].stride < all[a].stride * all[a].size) {
+          unsupported(p_, offset, fmt::format("sharding '{}' uses a mesh axis twice", text));
+        }
+      }
     }
     return r;
   }
@@ -422,24 +469,110 @@ class RuleBuilder {
  public:
   explicit RuleBuilder(const Program& p) : p_(p) {}
 
+  // The op's rule; the fallback (everything whole) for an op whose types or dimension numbers
+  // the rule cannot use: the frontend is not a verifier, so a rule checks what it reads.
   Rule rule(OpId id) const {
+    Rule r = build(id);
+    if (!r.fallback && !valid(id, r)) {
+      r = Rule{};
+      r.fallback = true;
+    }
+    return r;
+  }
+
+ private:
+  static bool all_below(std::span<const std::int64_t> values, std::size_t n) {
+    return std::all_of(values.begin(), values.end(),
+                       [&](std::int64_t v) { return v >= 0 && static_cast<std::size_t>(v) < n; });
+  }
+
+  // Every (operand, dimension) and (result, dimension) of the rule exists, and no dimension is in
+  // two factors.
+  bool valid(OpId id, const Rule& r) const {
+    const Op& op = p_.op(id);
+    const auto operands = p_.operands(op);
+    const auto results = p_.result_types(op);
+    std::set<std::pair<std::uint32_t, std::uint32_t>> seen_operands;
+    std::set<std::pair<std::uint32_t, std::uint32_t>> seen_results;
+    for (const Factor& f : r.factors) {
+      for (const auto& [i, d] : f.operands) {
+        if (i >= operands.size() || d >= p_.types().rank(p_.value_type(operands[i])) ||
+            !seen_operands.emplace(i, d).second) {
+          return false;
+        }
+      }
+      for (const auto& [k, d] : f.results) {
+        if (k >= results.size() || d >= p_.types().rank(results[k]) || !seen_results.emplace(k, d).second) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  Rule build(OpId id) const {
     const Op& op = p_.op(id);
     const auto operands = p_.operands(op);
     const auto results = p_.result_types(op);
     Rule r;
-    for (const TypeId t : results) {
+    r.fallback = true;  // until a case below makes a rule
+    const auto usable = [&](TypeId t) {
       if (!p_.types().is_tensor(t) || !p_.types().is_static(t)) {
-        r.fallback = true;
+        return false;
+      }
+      const auto dims = p_.types().dimensions(t);
+      return std::all_of(dims.begin(), dims.end(), [](std::int64_t d) { return d > 0; });
+    };
+    for (const TypeId t : results) {
+      if (!usable(t)) {
         return r;
       }
     }
     for (const ValueRef v : operands) {
-      const TypeId t = p_.value_type(v);
-      if (!p_.types().is_tensor(t) || !p_.types().is_static(t)) {
-        r.fallback = true;
+      if (!usable(p_.value_type(v))) {
         return r;
       }
     }
+    // The operand counts the cases below index (the frontend checks fixed arities only).
+    const std::size_t n = operands.size();
+    const bool counts_ok = [&] {
+      switch (op.kind) {
+        case OpKind::kDot:
+        case OpKind::kDotGeneral:
+        case OpKind::kConvolution:
+        case OpKind::kGather:
+          return n == 2 && results.size() == 1;
+        case OpKind::kBroadcastInDim:
+        case OpKind::kTranspose:
+        case OpKind::kReshape:
+        case OpKind::kSlice:
+        case OpKind::kReverse:
+          return n == 1 && results.size() == 1;
+        case OpKind::kPad:
+          return n == 2 && results.size() == 1;
+        case OpKind::kDynamicSlice:
+          return n >= 1 && results.size() == 1;
+        case OpKind::kDynamicUpdateSlice:
+          return n >= 2 && results.size() == 1;
+        case OpKind::kConcatenate:
+          return n >= 1 && results.size() == 1;
+        case OpKind::kReduce:
+        case OpKind::kReduceWindow:
+          return n >= 2 && n % 2 == 0 && results.size() == n / 2;
+        case OpKind::kSelectAndScatter:
+          return n == 3 && results.size() == 1;
+        case OpKind::kScatter:
+          return n >= 3 && n % 2 == 1 && results.size() == (n - 1) / 2;
+        case OpKind::kSort:
+          return n >= 1 && results.size() == n;
+        default:
+          return !results.empty();
+      }
+    }();
+    if (!counts_ok) {
+      return r;
+    }
+    r.fallback = false;
     auto rank_of = [&](ValueRef v) { return p_.types().rank(p_.value_type(v)); };
     auto dims_of = [&](ValueRef v) { return p_.types().dimensions(p_.value_type(v)); };
     const std::size_t result_rank = results.empty() ? 0 : p_.types().rank(results[0]);
@@ -463,6 +596,14 @@ class RuleBuilder {
     // Dimension d of operand 0 and the result: shared when it keeps its size, else whole.
     auto kept_dims = [&](std::vector<std::uint32_t> with_operands) {
       const auto in = dims_of(operands[0]);
+      bool ranks_match = in.size() == result_rank;
+      for (const std::uint32_t i : with_operands) {
+        ranks_match = ranks_match && rank_of(operands[i]) == result_rank;
+      }
+      if (!ranks_match) {
+        r.fallback = true;
+        return;
+      }
       for (std::uint32_t d = 0; d < result_rank; ++d) {
         Factor f;
         f.size = result_dims()[d];
@@ -482,6 +623,14 @@ class RuleBuilder {
     const OpCategory category = op_category(op.kind);
     switch (op.kind) {
       case OpKind::kConvert:
+        same_shape();
+        // A partial sum passes through a conversion between floating-point types only (rounding
+        // aside, that is linear; one to an integer or a predicate is not).
+        if (is_floating_point(p_.types().element(p_.value_type(operands[0]))) &&
+            is_floating_point(p_.types().element(results[0]))) {
+          r.linearity = Linearity::kUnary;
+        }
+        return r;
       case OpKind::kNegate:
       case OpKind::kCopy:
         same_shape();
@@ -565,11 +714,14 @@ class RuleBuilder {
         const auto size = p_.ints(w.window_dimensions);
         const auto strides = p_.ints(w.window_strides);
         const auto padding = p_.ints(w.padding);
+        const auto base_dilations = p_.ints(w.base_dilations);
         const std::size_t inputs = op.kind == OpKind::kSelectAndScatter ? 2 : operands.size() / 2;
         for (std::uint32_t d = 0; d < result_rank; ++d) {
           Factor f;
           f.size = result_dims()[d];
+          // Shared only where the window is one element, unstrided, unpadded and undilated.
           f.replicate = !(d < size.size() && size[d] == 1 && (d >= strides.size() || strides[d] == 1) &&
+                          (d >= base_dilations.size() || base_dilations[d] == 1) &&
                           (2 * d + 1 >= padding.size() || (padding[2 * d] == 0 && padding[2 * d + 1] == 0)));
           for (std::uint32_t i = 0; i < inputs; ++i) {
             f.operands.emplace_back(i, d);
@@ -585,7 +737,20 @@ class RuleBuilder {
         kept_dims({});
         r.linearity = Linearity::kUnary;
         return r;
-      case OpKind::kPad:
+      case OpKind::kPad: {
+        // A dimension stays sharded only where nothing is padded (low, high and interior 0).
+        kept_dims({});
+        const auto low = integers_of(p_.attribute(op, "edge_padding_low").value_or(""));
+        const auto high = integers_of(p_.attribute(op, "edge_padding_high").value_or(""));
+        const auto interior = integers_of(p_.attribute(op, "interior_padding").value_or(""));
+        for (std::size_t d = 0; d < r.factors.size(); ++d) {
+          const auto zero = [&](const std::vector<std::int64_t>& v) { return d < v.size() && v[d] == 0; };
+          if (!zero(low) || !zero(high) || (!interior.empty() && !zero(interior))) {
+            r.factors[d].replicate = true;
+          }
+        }
+        return r;
+      }
       case OpKind::kDynamicSlice:
         kept_dims({});
         return r;
@@ -593,6 +758,12 @@ class RuleBuilder {
         kept_dims({1});
         return r;
       case OpKind::kConcatenate: {
+        for (const ValueRef v : operands) {
+          if (rank_of(v) != result_rank) {
+            r.fallback = true;
+            return r;
+          }
+        }
         for (std::uint32_t d = 0; d < result_rank; ++d) {
           Factor f;
           f.size = result_dims()[d];
@@ -708,6 +879,11 @@ class RuleBuilder {
     const auto rb = p_.ints(d.rhs_batching);
     const auto lc = p_.ints(d.lhs_contracting);
     const auto rc = p_.ints(d.rhs_contracting);
+    if (lb.size() != rb.size() || lc.size() != rc.size() || !all_below(lb, lhs.size()) ||
+        !all_below(lc, lhs.size()) || !all_below(rb, rhs.size()) || !all_below(rc, rhs.size())) {
+      r.fallback = true;
+      return;
+    }
     std::uint32_t out = 0;
     for (std::size_t k = 0; k < lb.size(); ++k) {
       Factor f;
@@ -749,6 +925,15 @@ class RuleBuilder {
     const auto kernel = p_.types().dimensions(p_.value_type(operands[1]));
     const auto output = p_.types().dimensions(p_.result_types(op)[0]);
     auto u = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+    const std::int64_t in_dims[] = {c.input_batch, c.input_feature};
+    const std::int64_t kernel_dims[] = {c.kernel_input_feature, c.kernel_output_feature};
+    const std::int64_t out_dims[] = {c.output_batch, c.output_feature};
+    if (!all_below(in_dims, input.size()) || !all_below(p_.ints(c.input_spatial), input.size()) ||
+        !all_below(kernel_dims, kernel.size()) || !all_below(p_.ints(c.kernel_spatial), kernel.size()) ||
+        !all_below(out_dims, output.size()) || !all_below(p_.ints(c.output_spatial), output.size())) {
+      r.fallback = true;
+      return;
+    }
     const bool grouped = c.feature_group_count != 1 || c.batch_group_count != 1;
     Factor batch;
     batch.size = output[u(c.output_batch)];
@@ -831,6 +1016,11 @@ class RuleBuilder {
     const auto offset_dims = p_.ints(g.offset_dims);
     const auto table_batching = p_.ints(g.operand_batching_dims);
     const auto index_batching = p_.ints(g.start_indices_batching_dims);
+    if (table_batching.size() != index_batching.size() || !all_below(table_batching, table.size()) ||
+        !all_below(index_batching, indices.size()) || !all_below(offset_dims, result.size())) {
+      r.fallback = true;
+      return;
+    }
     std::vector<bool> table_shared(table.size(), false);
     // The table's dimensions that are neither collapsed nor batching give the result's offset
     // dimensions, in order; one whose slice is whole keeps its sharding (a hidden-sharded
@@ -931,6 +1121,11 @@ class RuleBuilder {
     const auto window = p_.ints(s.update_window_dims);
     const auto target_batching = p_.ints(s.input_batching_dims);
     const auto index_batching = p_.ints(s.scatter_indices_batching_dims);
+    if (target_batching.size() != index_batching.size() || !all_below(target_batching, target.size()) ||
+        !all_below(index_batching, indices.size())) {
+      r.fallback = true;
+      return;
+    }
     const bool additive = s.body == OpKind::kAdd && inputs == 1;
     const auto index_operand = static_cast<std::uint32_t>(inputs);
     const auto update_operand = static_cast<std::uint32_t>(inputs + 1);
@@ -1034,6 +1229,7 @@ class Partitioner {
       unsupported(from_, from_.source_begin(), "a program without an entry function of one block");
     }
     entry_block_ = from_.blocks(from_.region(from_.function(entry).body)).front();
+    check_device_orders();
     collect_shardings(entry);
     build_atoms();
     if (report_ != nullptr) {
@@ -1090,6 +1286,34 @@ class Partitioner {
  private:
   // ---- shardings of the annotations
 
+  // sdy.mesh @m = <["x"=2, "y"=2], device_ids=[0, 2, 1, 3]>: devices in another order than the
+  // iota are refused (the atoms assume device d's coordinates are d's digits).
+  void check_device_orders() const {
+    for (OpId id = 0; id < from_.op_count(); ++id) {
+      const Op& op = from_.op(id);
+      if (op.kind != OpKind::kMesh) {
+        continue;
+      }
+      const std::string_view text = from_.attribute(op, "mesh").value_or("");
+      const std::size_t at = text.find("device_ids");
+      if (at == std::string_view::npos) {
+        continue;
+      }
+      const std::size_t open = text.find('[', at);
+      const std::size_t close = text.find(']', at);
+      const std::vector<std::int64_t> ids =
+          integers_of(open == std::string_view::npos || close == std::string_view::npos || close < open
+                          ? std::string_view()
+                          : text.substr(open, close - open));
+      for (std::size_t k = 0; k < ids.size(); ++k) {
+        if (ids[k] != static_cast<std::int64_t>(k) && ids.size() > 1) {
+          unsupported(from_, op.offset,
+                      "a mesh whose device_ids are not in iota order (only the iota order is supported)");
+        }
+      }
+    }
+  }
+
   std::size_t rank(TypeId t) const { return from_.types().is_tensor(t) ? from_.types().rank(t) : 0; }
 
   void collect_shardings(FunctionId entry) {
@@ -1103,8 +1327,17 @@ class Partitioner {
         (a.is_result ? parsed_results_ : parsed_args_)[a.index] = std::move(*s);
       }
     }
-    for (const OpId id : from_.ops(from_.block(entry_block_))) {
+    collect_op_shardings(entry_block_);
+  }
+
+  // Shardings on ops: the entry block's and, inside partitioned while loops, their bodies'.
+  void collect_op_shardings(BlockId block) {
+    for (const OpId id : from_.ops(from_.block(block))) {
       const Op& op = from_.op(id);
+      if (partitionable_while(op)) {
+        collect_op_shardings(region_block(op, 0));
+        collect_op_shardings(region_block(op, 1));
+      }
       for (const Attribute& a : from_.attributes(op)) {
         const std::string_view name = from_.string(a.name);
         if (name != "mhlo.sharding" && name != "sdy.sharding") {
@@ -1118,7 +1351,7 @@ class Partitioner {
         }
         parsed_ops_[id] = std::move(per_result);
       }
-      if (op.kind == OpKind::kShardingConstraint || op.kind == OpKind::kReshard) {
+      if ((op.kind == OpKind::kShardingConstraint || op.kind == OpKind::kReshard) && op.results.count == 1) {
         // sdy.sharding_constraint %x <@mesh, [...]>: the sharding is its attribute "sharding".
         if (const auto text = from_.attribute(op, "sharding")) {
           Attribute a;
@@ -1404,8 +1637,13 @@ class Partitioner {
         const Factor& factor = rule.factors[f];
         if (!factor.results.empty() && !factor.replicate) {
           const auto [k, dim] = factor.results.front();
-          atoms[f] = (*fixed)[k].dims[dim] & ~used;
-          used |= atoms[f];
+          if (k < fixed->size() && dim < (*fixed)[k].dims.size()) {
+            atoms[f] = (*fixed)[k].dims[dim] & ~used;
+            if (factor.size % product(atoms[f]) != 0) {
+              atoms[f] = 0;
+            }
+            used |= atoms[f];
+          }
         }
       }
       return build(atoms);
@@ -1429,7 +1667,9 @@ class Partitioner {
     Decision best = build(assign(by_size));
     if (operands.size() > 1) {
       auto best_rank = rank_of_decision(best);
-      for (std::size_t first = 1; first < by_size.size(); ++first) {
+      // One operand ahead of the others, for the first few (largest) operands: a concatenation of
+      // hundreds of operands would otherwise cost a cubic number of steps.
+      for (std::size_t first = 1; first < std::min<std::size_t>(by_size.size(), 4); ++first) {
         std::vector<std::uint32_t> order = by_size;
         std::rotate(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(first),
                     order.begin() + static_cast<std::ptrdiff_t>(first) + 1);
@@ -1453,7 +1693,7 @@ class Partitioner {
     for (std::size_t i = 0; i < operands.size(); ++i) {
       const Sh& have = in[i];
       const Sh& want = d.operands[i];
-      if (planned_.contains(std::make_tuple(operands[i].key(), want.dims, want.partial))) {
+      if (planned_.contains(std::make_tuple(op.block, operands[i].key(), want.dims, want.partial))) {
         continue;  // an earlier op reshards this value the same way: reused, as XLA's CSE does
       }
       const auto size = static_cast<double>(global_bytes(operands[i]));
@@ -1517,12 +1757,14 @@ class Partitioner {
     return out;
   }
 
+  // A sharding annotation on a value: one operand and one result of the same type (anything else
+  // spelled so is an ordinary op, run whole).
   bool is_identity(const Op& op) const {
-    if (op.kind == OpKind::kShardingConstraint || op.kind == OpKind::kReshard) {
-      return true;
-    }
-    return op.kind == OpKind::kCustomCall && from_.has_payload(op) &&
-           from_.string(from_.custom_call(op).target) == "Sharding";
+    const bool annotation = op.kind == OpKind::kShardingConstraint || op.kind == OpKind::kReshard ||
+                            (op.kind == OpKind::kCustomCall && from_.has_payload(op) &&
+                             from_.string(from_.custom_call(op).target) == "Sharding");
+    return annotation && op.operands.count == 1 && op.results.count == 1 &&
+           from_.value_type(from_.operands(op)[0]) == from_.result_types(op)[0];
   }
 
   // Every value's sharding and every op's decision, in program order.
@@ -1564,7 +1806,8 @@ class Partitioner {
       const auto operands = from_.operands(op);
       for (std::size_t i = 0; i < operands.size() && i < d.operands.size(); ++i) {
         if (!(sharding_of(operands[i]) == d.operands[i])) {
-          planned_.insert(std::make_tuple(operands[i].key(), d.operands[i].dims, d.operands[i].partial));
+          planned_.insert(
+              std::make_tuple(op.block, operands[i].key(), d.operands[i].dims, d.operands[i].partial));
         }
       }
       decisions_[id] = std::move(d);
@@ -1575,15 +1818,18 @@ class Partitioner {
   // loop-carried value keeps one sharding across iterations — its initial value's, or, for an
   // initial value that is whole (an accumulator's zeros), the sharding the body gives it.
   bool partitionable_while(const Op& op) const {
-    if (op.kind != OpKind::kWhile || op.regions.count != 2) {
+    if (op.kind != OpKind::kWhile || op.regions.count != 2 || op.results.count != op.operands.count) {
       return false;
     }
     for (const RegionId r : from_.regions(op)) {
-      if (from_.blocks(from_.region(r)).size() != 1) {
+      const auto blocks = from_.blocks(from_.region(r));
+      if (blocks.size() != 1 || from_.block(blocks.front()).arguments.count != op.operands.count) {
         return false;
       }
     }
-    return true;
+    const auto body = from_.ops(from_.block(from_.blocks(from_.region(from_.regions(op)[1])).front()));
+    return !body.empty() && from_.op(body.back()).kind == OpKind::kReturn &&
+           from_.op(body.back()).operands.count == op.operands.count;
   }
 
   BlockId region_block(const Op& op, std::size_t index) const {
@@ -1599,7 +1845,9 @@ class Partitioner {
     }
     const BlockId cond = region_block(op, 0);
     const BlockId body = region_block(op, 1);
-    for (int attempt = 0; attempt < 2; ++attempt) {
+    // A slot only ever changes from whole to sharded, so this ends, and the last pass ran the
+    // blocks with the final shardings.
+    for (std::size_t attempt = 0; attempt <= carried.size(); ++attempt) {
       for (const BlockId b : {cond, body}) {
         for (std::uint32_t i = 0; i < from_.block(b).arguments.count && i < carried.size(); ++i) {
           shardings_[ValueRef::block_argument(b, i).key()] = carried[i];
@@ -1791,23 +2039,45 @@ class Partitioner {
     desc.element = from_.types().element(t);
     desc.quantized = from_.types().quantized(t);
     const auto dims = from_.types().dimensions(t);
+    const auto bounds = from_.types().bounds(t);
     for (std::size_t k = 0; k < dims.size(); ++k) {
       std::int64_t d = dims[k];
-      if (k < s.dims.size() && s.dims[k] != 0 && d > 0) {
+      std::int64_t bound = k < bounds.size() ? bounds[k] : kNoBound;
+      if (k < s.dims.size() && s.dims[k] != 0) {
+        // Each device holds a ceil(d / n) slice (XLA pads an uneven split); a dynamic dimension's
+        // bound likewise.
         const std::int64_t n = product(s.dims[k]);
-        d = (d + n - 1) / n;
-        changed = true;
+        if (d > 0) {
+          d = (d + n - 1) / n;
+          changed = true;
+        }
+        if (bound > 0) {
+          bound = (bound + n - 1) / n;
+          changed = true;
+        }
       }
       desc.dimensions.push_back(d);
+      if (!bounds.empty()) {
+        desc.bounds.push_back(bound);
+      }
     }
     if (!changed) {
       return t;
     }
     std::string text = "tensor<";
     for (const std::int64_t d : desc.dimensions) {
-      text += std::to_string(d) + "x";
+      text += (d < 0 ? std::string("?") : std::to_string(d)) + "x";
     }
-    text += std::string(element_type_name(desc.element)) + ">";
+    text += std::string(element_type_name(desc.element));
+    if (!desc.bounds.empty()) {
+      text += ", #stablehlo.bounds<";
+      for (std::size_t k = 0; k < desc.bounds.size(); ++k) {
+        text +=
+            (k > 0 ? ", " : "") + (desc.bounds[k] < 0 ? std::string("?") : std::to_string(desc.bounds[k]));
+      }
+      text += ">";
+    }
+    text += ">";
     const StringId owned = to_.own(std::move(text));
     return to_.types().intern(desc, to_.program().string(owned));
   }
@@ -1821,6 +2091,10 @@ class Partitioner {
     c.channel_type = 1;
     c.use_global_device_ids = true;
     c.groups_form = ReplicaGroupsForm::kDense;
+    if (const auto cached = group_tables_.find(m); cached != group_tables_.end()) {
+      std::tie(c.groups, c.group_count, c.group_size) = cached->second;  // one table per set of atoms
+      return c;
+    }
     std::map<std::int64_t, std::vector<std::int64_t>> by_key;
     for (std::int64_t device = 0; device < devices_; ++device) {
       std::int64_t key = device;
@@ -1838,6 +2112,7 @@ class Partitioner {
     c.group_count = static_cast<std::uint32_t>(by_key.size());
     c.group_size = static_cast<std::uint32_t>(by_key.begin()->second.size());
     c.groups = to_.add_ints(flat);
+    group_tables_[m] = std::make_tuple(c.groups, c.group_count, c.group_size);
     return c;
   }
 
@@ -1946,7 +2221,22 @@ class Partitioner {
       }
       have = next;
     }
-    // Atoms a dimension gains are a local slice of what the device holds: no communication.
+    // Atoms a dimension gains are a local slice of what the device holds: no communication, a
+    // slice op (fused into its user, as XLA's dynamic-slice by partition id is).
+    bool gains = false;
+    for (std::size_t d = 0; d < r; ++d) {
+      gains = gains || (want.dims[d] & ~have.dims[d]) != 0;
+    }
+    if (gains) {
+      Sh next = have;
+      next.dims = want.dims;
+      const OpId id = to_.add_op(OpKind::kSlice, to_.intern("stablehlo.slice"), block, offset);
+      const ValueRef operands[] = {v};
+      const TypeId results[] = {local_type(global, next)};
+      to_.set_op_contents(id, operands, results, {}, {});
+      ops.push_back(id);
+      v = ValueRef::op_result(id, 0);
+    }
     reshards_[key] = v;
     return v;
   }
@@ -2117,14 +2407,15 @@ class Partitioner {
   std::unordered_map<OpId, std::vector<Sh>> hints_;
   std::unordered_map<std::uint64_t, std::vector<std::pair<OpId, std::uint32_t>>> users_;
   std::unordered_map<std::uint64_t, std::vector<Mask>> preferred_;
-  // Reshards the decisions so far make (value, wanted dims, wanted partial atoms): the cost of
-  // another op that needs the same one is nothing.
-  std::set<std::tuple<std::uint64_t, std::vector<Mask>, Mask>> planned_;
+  // Reshards the decisions so far make (block, value, wanted dims, wanted partial atoms): the
+  // cost of another op of the block that needs the same one is nothing.
+  std::set<std::tuple<BlockId, std::uint64_t, std::vector<Mask>, Mask>> planned_;
   bool discovering_ = false;
   // Reshards already emitted, by block, value and wanted sharding: a value needed the same way
   // twice in a block is resharded once (XLA's CSE).
   std::map<std::tuple<BlockId, std::uint64_t, std::vector<Mask>, Mask>, ValueRef> reshards_;
   std::int64_t channel_ = 0;
+  std::unordered_map<Mask, std::tuple<IntRange, std::uint32_t, std::uint32_t>> group_tables_;
 };
 
 }  // namespace

@@ -366,6 +366,37 @@ module @scan attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : 
 }
 )";
 
+// A sharding constraint inside a loop body holds there: no collective, the body on shards.
+constexpr const char* kConstrainedLoop = R"(
+module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  sdy.mesh @mesh = <["x"=4]>
+  func.func @main(%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) -> (tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"x"}, {}]>}) {
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %r:2 = stablehlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<8x4xf32>
+      cond {
+        %c4 = stablehlo.constant dense<4> : tensor<i32>
+        %p = stablehlo.compare LT, %i, %c4 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+        stablehlo.return %p : tensor<i1>
+      } do {
+        %c1 = stablehlo.constant dense<1> : tensor<i32>
+        %n = stablehlo.add %i, %c1 : tensor<i32>
+        %y = stablehlo.multiply %x, %x : tensor<8x4xf32>
+        %z = sdy.sharding_constraint %y <@mesh, [{"x"}, {}]> : tensor<8x4xf32>
+        stablehlo.return %n, %z : tensor<i32>, tensor<8x4xf32>
+      }
+    return %r#1 : tensor<8x4xf32>
+  }
+}
+)";
+
+TEST(SpmdPartition, ConstraintsInsideLoopBodiesHold) {
+  const auto p = partition(kConstrainedLoop);
+  EXPECT_TRUE(ops_of(*p, OpKind::kAllGather).empty());
+  const auto products = ops_of(*p, OpKind::kMultiply);
+  ASSERT_EQ(products.size(), 1U);
+  EXPECT_EQ(result_type(*p, products[0]), "tensor<2x4xf32>");
+}
+
 TEST(SpmdPartition, WhileLoopsArePartitionedInside) {
   workload::SpmdReport report;
   const auto p = partition(kLoop, &report);
@@ -384,6 +415,80 @@ TEST(SpmdPartition, WhileLoopsArePartitionedInside) {
   const auto dots = ops_of(*p, OpKind::kDotGeneral);
   ASSERT_EQ(dots.size(), 2U);
   EXPECT_EQ(result_type(*p, dots[0]), "tensor<4x8xf32>");
+}
+
+}  // namespace
+}  // namespace orrery::frontend::stablehlo
+
+namespace orrery::frontend::stablehlo {
+namespace {
+
+std::string module_of(const std::string& arguments, const std::string& result, const std::string& body) {
+  return "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
+         "  sdy.mesh @mesh = <[\"x\"=4]>\n"
+         "  func.func @main(" +
+         arguments + ") -> " + result + " {\n" + body + "\n  }\n}\n";
+}
+
+// A whole operand an op needs sharded is sliced on the device (a slice op), so the op's work and
+// bytes are the device's share: a batched matmul of a replicated and a batch-sharded operand.
+TEST(SpmdPartition, GainedShardingsAreSliced) {
+  const auto p = partition(module_of(
+      "%a: tensor<4x64x64xf32>, %b: tensor<4x64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}, "
+      "{}]>}",
+      "(tensor<4x64x64xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}, {}]>})",
+      "    %0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : "
+      "(tensor<4x64x64xf32>, tensor<4x64x64xf32>) -> tensor<4x64x64xf32>\n"
+      "    return %0 : tensor<4x64x64xf32>"));
+  const auto slices = ops_of(*p, OpKind::kSlice);
+  ASSERT_EQ(slices.size(), 1U);
+  EXPECT_EQ(result_type(*p, slices[0]), "tensor<1x64x64xf32>");
+  const auto dots = ops_of(*p, OpKind::kDotGeneral);
+  ASSERT_EQ(dots.size(), 1U);
+  EXPECT_EQ(p->types().to_string(p->value_type(p->operands(p->op(dots[0]))[0])), "tensor<1x64x64xf32>");
+  EXPECT_TRUE(ops_of(*p, OpKind::kAllGather).empty());
+}
+
+// Malformed shardings are refused at their attribute (never a hang or a crash); ops whose
+// dimension numbers do not fit their operands, or of zero-size tensors, run whole.
+TEST(SpmdPartition, MalformedInputsAreRefusedOrRunWhole) {
+  const std::string body = "    return %a : tensor<8x4xf32>";
+  for (const auto& [sharding, message] : std::vector<std::pair<std::string, std::string>>{
+           {"#sdy.sharding<@mesh, [{\"x\"}, {]>", "is not closed"},
+           {"#sdy.sharding<@mesh, [{\"x}\"}, {}]>", "quote is not closed"},
+           {"#sdy.sharding<@mesh, [{\"x\"}, {\"x\"}]>", "uses a mesh axis twice"},
+           {"#sdy.sharding<@mesh, [{\"x\":(4294967296)4294967296}, {}]>", "sub-axis"},
+           {"\"{devices=[4,1]<=[2,2]T(1,1)}\"", "not a permutation"},
+           {"\"{devices=[-4,-1]<=[4]}\"", "must be positive"}}) {
+    const std::string text =
+        module_of("%a: tensor<8x4xf32> {" + std::string(sharding[0] == '#' ? "sdy" : "mhlo") +
+                      ".sharding = " + sharding + "}",
+                  "tensor<8x4xf32>", body);
+    try {
+      partition(text);
+      ADD_FAILURE() << "expected an error for " << sharding;
+    } catch (const OrreryError& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << sharding;
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+      EXPECT_TRUE(e.error().where.has_value() && e.error().where->line == 3) << e.what();
+    }
+  }
+  workload::SpmdReport report;
+  const auto p = partition(
+      module_of(
+          "%a: tensor<8x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>}, %b: tensor<4x8xf32>",
+          "tensor<8x8xf32>",
+          "    %0 = stablehlo.dot_general %a, %b, contracting_dims = [7] x [9] : (tensor<8x4xf32>, "
+          "tensor<4x8xf32>) -> tensor<8x8xf32>\n    return %0 : tensor<8x8xf32>"),
+      &report);
+  EXPECT_EQ(report.replicated_ops.at("stablehlo.dot_general"), 1U);
+  workload::SpmdReport empty;
+  partition(
+      module_of("%a: tensor<0x4xf32> {sdy.sharding = #sdy.sharding<@mesh, [{}, {\"x\"}]>}", "tensor<4x0xf32>",
+                "    %0 = stablehlo.reshape %a : (tensor<0x4xf32>) -> tensor<4x0xf32>\n"
+                "    return %0 : tensor<4x0xf32>"),
+      &empty);
+  EXPECT_EQ(empty.replicated_ops.at("stablehlo.reshape"), 1U);
 }
 
 }  // namespace
