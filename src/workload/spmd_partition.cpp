@@ -37,20 +37,24 @@
 // dimension shared by some operands and results (a dot's batch and free dimensions), or a
 // reduction factor found in operands only (a contracting dimension: its atoms make the result
 // partial), or one that must not be sharded (a convolution's spatial dimensions, a slice's cut
-// dimension). A factor takes the atoms of the largest operand that shards it and no other factor
-// uses, as GSPMD keeps the sharding of the operand that is most expensive to move. Ops whose
-// operands are all replicated (constants, iotas and their broadcasts) take instead the sharding
-// their users need (a backward pass), so they are built as shards rather than whole.
+// dimension). A factor takes the atoms of an operand that shards it and that no other factor
+// took; the operands claim in turn (largest first, or one of the first few ahead of the others)
+// and the claim that moves the fewest bytes wins, a resharding an earlier op already makes
+// counting as free; a contraction first prefers claims that leave its result whole. Passes:
+// forward (partial sums flowing through linear ops); backward, where a partial sum learns the
+// sharding its users want it reduced to (an op may then produce that sharding directly, when
+// that moves under half the bytes), and ops whose operands are all whole (constants, iotas,
+// their broadcasts) take the sharding their users need, so they are built as shards; forward
+// again; backward and forward once more. While loops are partitioned inside, each loop-carried
+// value keeping one sharding.
 //
-// Partitioning. Each operand is resharded to what its op's rule needs: partial sums are
+// Partitioning. Each operand is resharded to what its op's decision needs: partial sums are
 // reduce-scattered onto a dimension the consumer shards by those atoms, else all-reduced; atoms a
 // dimension loses are all-to-all'd onto the dimension that gains them, else all-gathered; atoms a
-// dimension gains are a local slice (no communication). Partial sums flow through linear ops
-// (converts, reshapes, transposes, sums, products with an unpartial operand) so that, as with
-// XLA's reduce-scatter creation, a gradient is reduce-scattered onto its sharded parameter rather
-// than all-reduced. Ops with no rule (custom calls, control flow, gathers' operands) run on whole
-// operands, as XLA runs what it cannot partition. The entry function's results are resharded to
-// their annotations.
+// dimension gains are a local slice (a slice op, no communication). A value resharded the same way
+// twice in a block is resharded once. Ops with no rule (custom calls, if/case, calls that stay
+// calls) run on whole operands, as XLA runs what it cannot partition. The entry function's
+// results are resharded to their annotations.
 
 namespace orrery::workload {
 namespace {
