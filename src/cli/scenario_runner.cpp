@@ -193,6 +193,7 @@ void add_program(std::shared_ptr<const workload::Program> program, std::string l
           "gathered; docs/stablehlo.md, \"SPMD partitioning\"): {}",
           label, ops));
     }
+    result.partitioned.emplace_back(label, std::move(report));
   }
   compute::ProgramCosts costs =
       compute::cost_program(*program, compute_model, compute::CostOptions::from(scenario.compute));

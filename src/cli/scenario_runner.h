@@ -11,6 +11,7 @@
 #include "config/scenario.h"
 #include "pdes/communicator.h"
 #include "system/simulation.h"
+#include "workload/spmd_partition.h"
 
 namespace orrery::cli {
 
@@ -26,6 +27,8 @@ struct RunResult {
   system::RunSummary summary;
   ComputeStatistics compute;
   std::vector<std::string> warnings;  // from the frontend (e.g. lenient unknown ops)
+  // The programs Orrery's SPMD partitioner partitioned (pre-partitioning exports), by label.
+  std::vector<std::pair<std::string, workload::SpmdReport>> partitioned;
   double wall_s = 0.0;                // set-up and simulation, this process
 };
 

@@ -139,6 +139,17 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
                       {"ops", m.ops},
                       {"peak_at", m.peak_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.peak_at)}});
   }
+  nlohmann::json partitioned = nlohmann::json::array();
+  for (const auto& [label, report] : result.partitioned) {
+    nlohmann::json collectives = nlohmann::json::object();
+    for (const auto& [kind, count] : report.collectives) {
+      collectives[kind] = {{"count", count}, {"bytes", report.collective_bytes.at(kind)}};
+    }
+    partitioned.push_back({{"program", label},
+                           {"devices", report.devices},
+                           {"inserted_collectives", collectives},
+                           {"replicated_ops", report.replicated_ops}});
+  }
   nlohmann::json warnings = result.warnings;
   for (const auto& warning : s.warnings) {
     warnings.push_back(warning);
@@ -157,19 +168,27 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
           {"comm_s", s.comm_s.mean},
           {"exposed_comm_s", s.exposed_comm_s.mean},
           {"idle_s", s.idle_s.mean},
-          {"per_rank", {{"compute_s", spread(s.compute_s)},
-                        {"comm_s", spread(s.comm_s)},
-                        {"exposed_comm_s", spread(s.exposed_comm_s)},
-                        {"idle_s", spread(s.idle_s)}}},
+          {"per_rank",
+           {{"compute_s", spread(s.compute_s)},
+            {"comm_s", spread(s.comm_s)},
+            {"exposed_comm_s", spread(s.exposed_comm_s)},
+            {"idle_s", spread(s.idle_s)}}},
           {"top_ops", totals(s.top_ops)},
           {"top_collectives", totals(s.top_collectives)},
           {"collective_algorithms", s.algorithms},
-          {"network", {{"topology", s.topology}, {"model", s.network_model}, {"transfers", s.transfers},
-                       {"bytes", s.transfer_bytes}}},
+          {"network",
+           {{"topology", s.topology},
+            {"model", s.network_model},
+            {"transfers", s.transfers},
+            {"bytes", s.transfer_bytes}}},
           {"memory", memory},
-          {"compute", {{"hardware", result.compute.hardware}, {"estimators", result.compute.estimators},
-                       {"estimates", result.compute.lookups}, {"cache_hits", result.compute.hits},
-                       {"fallbacks", result.compute.fallbacks}}},
+          {"spmd_partitioned", partitioned},
+          {"compute",
+           {{"hardware", result.compute.hardware},
+            {"estimators", result.compute.estimators},
+            {"estimates", result.compute.lookups},
+            {"cache_hits", result.compute.hits},
+            {"fallbacks", result.compute.fallbacks}}},
           {"events", s.engine.events},
           {"windows", s.engine.windows},
           {"windows_per_simulated_s", s.engine.windows_per_simulated_second()},

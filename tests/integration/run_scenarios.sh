@@ -20,6 +20,7 @@ one, two = (json.load(open(p)) for p in sys.argv[1:3])
 for key in ["step_time_s", "ranks", "compute_s", "comm_s", "exposed_comm_s", "idle_s", "events", "wall_s"]:
     assert key in one, f"summary lacks {key}"
 assert one["ranks"] == 4 and one["step_time_s"] > 0 and one["compute_s"] > 0, one
+assert one["spmd_partitioned"] == [], one["spmd_partitioned"]
 assert one["compute_s"] <= one["step_time_s"] * 1.000001
 assert two["processes"] == 2 and one["processes"] == 1
 for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
@@ -83,6 +84,9 @@ if [[ -f "$root/../shared/data/stablehlo/hespas_workloads/llama3-100m.pre-spmd-8
 import json, sys
 one, two = (json.load(open(p)) for p in sys.argv[1:3])
 assert one["ranks"] == 8 and one["comm_s"] > 0, one
+spmd = one["spmd_partitioned"]
+assert len(spmd) == 1 and spmd[0]["devices"] == 8 and spmd[0]["replicated_ops"] == {}, spmd
+assert spmd[0]["inserted_collectives"]["all_gather"]["count"] == 100, spmd
 for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key); two.pop(key)
 assert one == two, "pre-SPMD summary differs between -np 1 and -np 2"
