@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/inspect_cost.h"
+#include "cli/summary_output.h"
 #include "frontend/stablehlo/stablehlo.h"
 #include "util/logging.h"
 #include "workload/collectives.h"
@@ -94,19 +95,6 @@ std::string mebibytes(std::uint64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   return text;
-}
-
-nlohmann::json spmd_json(const workload::SpmdReport& r) {
-  nlohmann::json collectives = nlohmann::json::object();
-  for (const auto& [kind, count] : r.collectives) {
-    collectives[kind] = {{"count", count},
-                         {"bytes", r.collective_bytes.at(kind)},
-                         {"operand_bytes", r.collective_operand_bytes.at(kind)}};
-  }
-  return {{"devices", r.devices},
-          {"annotated_values", r.annotated_values},
-          {"inserted_collectives", collectives},
-          {"replicated_ops", r.replicated_ops}};
 }
 
 void print_spmd(const workload::SpmdReport& r) {
@@ -237,7 +225,7 @@ int run_inspect(InspectOptions& options) {
     auto module_json = [&](std::size_t m) {
       nlohmann::json j = to_json(workload::summarize(*modules[m].program), modules[m].warnings);
       if (partitioned[m]) {
-        j["spmd_partitioned"] = spmd_json(*partitioned[m]);
+        j["spmd_partitioned"] = spmd_report_json(*partitioned[m]);
       }
       return j;
     };

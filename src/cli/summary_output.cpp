@@ -141,14 +141,9 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
   }
   nlohmann::json partitioned = nlohmann::json::array();
   for (const auto& [label, report] : result.partitioned) {
-    nlohmann::json collectives = nlohmann::json::object();
-    for (const auto& [kind, count] : report.collectives) {
-      collectives[kind] = {{"count", count}, {"bytes", report.collective_bytes.at(kind)}};
-    }
-    partitioned.push_back({{"program", label},
-                           {"devices", report.devices},
-                           {"inserted_collectives", collectives},
-                           {"replicated_ops", report.replicated_ops}});
+    nlohmann::json entry = spmd_report_json(report);
+    entry["program"] = label;
+    partitioned.push_back(std::move(entry));
   }
   nlohmann::json warnings = result.warnings;
   for (const auto& warning : s.warnings) {
@@ -198,6 +193,19 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
           {"wall_s", result.wall_s},
           {"warnings", warnings},
           {"scenario", config::scenario_to_yaml(scenario)}};
+}
+
+nlohmann::json spmd_report_json(const workload::SpmdReport& report) {
+  nlohmann::json collectives = nlohmann::json::object();
+  for (const auto& [kind, count] : report.collectives) {
+    collectives[kind] = {{"count", count},
+                         {"bytes", report.collective_bytes.at(kind)},
+                         {"operand_bytes", report.collective_operand_bytes.at(kind)}};
+  }
+  return {{"devices", report.devices},
+          {"annotated_values", report.annotated_values},
+          {"inserted_collectives", collectives},
+          {"replicated_ops", report.replicated_ops}};
 }
 
 void check_writable(const std::string& path) {

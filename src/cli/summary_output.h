@@ -12,6 +12,11 @@ namespace orrery::cli {
 std::string summary_text(const std::string& scenario_name, const config::Scenario& scenario, const RunResult& result);
 nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& result);
 
+// What the SPMD partitioner did to one program: `devices`, `annotated_values`,
+// `inserted_collectives` (kind -> {"count", "bytes", "operand_bytes"}) and `replicated_ops`
+// (`orrery inspect --partition --json`, and each entry of a run summary's `spmd_partitioned`).
+nlohmann::json spmd_report_json(const workload::SpmdReport& report);
+
 // Throws kIo when `path` cannot be written (its directory is missing or read-only, or it is a
 // directory): run and sweep check their output files before simulating, so a long run is not
 // lost to a typo in the path.
