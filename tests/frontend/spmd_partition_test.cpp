@@ -280,12 +280,6 @@ TEST(SpmdPartition, MatchesXlasPartitioningOfMaxTextLlama) {
   EXPECT_TRUE(report.replicated_ops.empty());
 }
 
-}  // namespace
-}  // namespace orrery::frontend::stablehlo
-
-namespace orrery::frontend::stablehlo {
-namespace {
-
 // Every pre-partitioning module of several devices in ../shared/data partitions (or is refused with
 // a located error); the partitioned program holds per-device shapes no larger than the global ones.
 TEST(SpmdPartition, EveryPrePartitioningModuleOfTheSharedDataPartitions) {
@@ -329,12 +323,6 @@ TEST(SpmdPartition, EveryPrePartitioningModuleOfTheSharedDataPartitions) {
   }
   EXPECT_GE(partitioned, 3U);
 }
-
-}  // namespace
-}  // namespace orrery::frontend::stablehlo
-
-namespace orrery::frontend::stablehlo {
-namespace {
 
 // A loop over layers (lax.scan, a gradient accumulation loop) is partitioned inside: the
 // loop-carried activations keep the batch sharding, the gradient accumulated in the loop is
@@ -416,12 +404,6 @@ TEST(SpmdPartition, WhileLoopsArePartitionedInside) {
   ASSERT_EQ(dots.size(), 2U);
   EXPECT_EQ(result_type(*p, dots[0]), "tensor<4x8xf32>");
 }
-
-}  // namespace
-}  // namespace orrery::frontend::stablehlo
-
-namespace orrery::frontend::stablehlo {
-namespace {
 
 std::string module_of(const std::string& arguments, const std::string& result, const std::string& body) {
   return "module @m attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {\n"
