@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Writes docs/validation/gpu.md: Orrery's predicted single-device step times for the programs
-measured on a GPU for this project (validation/gpu, issue 7) against the measured ones, per
-estimator configuration; where the time goes (the profiler's kernels against Orrery's kernel
-classes); the memory estimate against XLA's; and a pointer to the sharded exports' page
-(tools/validate_spmd.py). Everything is read from validation/gpu/data in the repository.
+measured on GPUs for this project (validation/gpu: an H200, and an H100 in data/h100) against the
+measured ones, per estimator configuration; where the time goes (the profiler's kernels against
+Orrery's kernel classes); the memory estimate against XLA's; and a pointer to the sharded exports'
+page (tools/validate_spmd.py). Everything is read from validation/gpu/data in the repository.
 """
 import argparse
+import hashlib
 import json
 import lzma
 import os
@@ -39,21 +40,55 @@ compute:
 """
 
 
-def configurations(root, datasheet):
-    table = os.path.join(root, "configs/tables/H200_kernels.csv")
+# The GPUs measured: preset name, data folder (relative to validation/gpu/data), the kernel table
+# exported from that GPU's microbenchmarks, and how its second run was made.
+GPUS = [
+    ("H200", ".", "a fresh machine of the same kind, validation/gpu/run_repeat.sh"),
+    ("H100", "h100", "the same machine right after the first, validation/gpu/README.md"),
+]
+
+
+def fitted_block(root, name):
+    """The lines of a preset's FITTED block (launch overhead, efficiencies, provenance)."""
+    lines = open(os.path.join(root, "configs/hardware", name + ".yaml")).read().splitlines()
+    begin = next(i for i, l in enumerate(lines) if "BEGIN FITTED" in l)
+    end = next(i for i, l in enumerate(lines) if "END FITTED" in l)
+    return lines[begin + 1:end]
+
+
+def transplanted_preset(root, work, name, donor):
+    """NAME's preset (its peaks and bandwidth) with DONOR's fitted constants: how far a fit made on one
+    GPU carries to another."""
+    lines = open(os.path.join(root, "configs/hardware", name + ".yaml")).read().splitlines()
+    begin = next(i for i, l in enumerate(lines) if "BEGIN FITTED" in l)
+    end = next(i for i, l in enumerate(lines) if "END FITTED" in l)
+    path = os.path.join(work, f"{name}_with_{donor}_fit.yaml")
+    with open(path, "w") as f:
+        f.write("\n".join(lines[:begin + 1] + fitted_block(root, donor) + lines[end:]) + "\n")
+    return path
+
+
+def configurations(root, work, hardware):
+    table = os.path.join(root, f"configs/tables/{hardware}_kernels.csv")
     rule = (f"compute.rules=[{{classes: [gemm, convolution], estimator: table, table: {table}, "
             "fallback: roofline}]")
-    return {
-        "roofline, datasheet peaks (efficiency 1, no launch overhead)": [f"hardware={datasheet}"],
-        "roofline, fitted on the H200 kernels": [],
-        "table for GEMMs and convolutions, fitted roofline else": [rule],
-        "table for GEMMs and convolutions, fitted roofline else; no fusion": [rule, "compute.fusion=none"],
+    configs = {
+        "roofline, datasheet peaks (efficiency 1, no launch overhead)":
+            [f"hardware={datasheet_preset(root, work, hardware)}"],
+        f"roofline, fitted on the {hardware} kernels": [],
     }
+    for donor, _, _ in GPUS:
+        if donor != hardware:
+            configs[f"roofline, {hardware} peaks with the {donor}'s fitted constants"] = [
+                f"hardware={transplanted_preset(root, work, hardware, donor)}"]
+    configs["table for GEMMs and convolutions, fitted roofline else"] = [rule]
+    configs["table for GEMMs and convolutions, fitted roofline else; no fusion"] = [rule, "compute.fusion=none"]
+    return configs
 
 
 # As on the end-to-end page (docs/validation/end-to-end.md), decided there from kernel data: measured
-# kernels where the table has them (here GEMMs and convolutions of the H200 microbenchmarks), the
-# roofline fitted on the same microbenchmarks else, XLA-style fusion.
+# kernels where the table has them (here GEMMs and convolutions of the same GPU's microbenchmarks),
+# the roofline fitted on the same microbenchmarks else, XLA-style fusion.
 FROZEN = "table for GEMMs and convolutions, fitted roofline else"
 
 
@@ -65,6 +100,66 @@ def inspect_classes(orrery, program, hardware, table):
     return json.loads(out)
 
 
+# XLA's compiled HLO (NAME.hlo.txt.xz): the kernels of the entry computation and the bytes each
+# lists as operands and results.
+ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
+                 "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
+SHAPE = re.compile(r"\b(" + "|".join(ELEMENT_BYTES) + r")\[([0-9,]*)\]")
+INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%(\S+) = (.*?) ([a-z][a-z0-9-]*)\((.*?)\)(, .*)?$")
+FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "partition-id",
+        "replica-id", "opt-barrier"}
+
+
+def shape_bytes(text):
+    total = 0
+    for element, dims in SHAPE.findall(text):
+        n = 1
+        for d in dims.split(","):
+            if d:
+                n *= int(d)
+        total += n * ELEMENT_BYTES[element]
+    return total
+
+
+def xla_kernel_bytes(path):
+    """{"matrix": bytes, "other": bytes, "kernels": n} over the entry computation's kernels: each
+    reads its operands (each once) and writes its results, as the HLO lists them (an upper bound
+    for a kernel that reads part of an operand). None when the entry holds a loop (its body's
+    kernels would run a trip count of times, which this count does not follow)."""
+    with lzma.open(path, "rt") as f:
+        lines = f.read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY "))
+    shapes = {}
+    totals = {"matrix": 0, "other": 0, "kernels": 0}
+    for line in lines[start + 1:]:
+        if line.startswith("}"):
+            break
+        m = INSTRUCTION.match(line)
+        if not m:
+            continue
+        name, shape, op, args, rest = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5) or ""
+        shapes[name] = shape
+        if op == "while":
+            return None
+        if op in FREE:
+            continue
+        operands = dict.fromkeys(a.strip()[1:] for a in args.split(",") if a.strip().startswith("%"))
+        if op == "custom-call" and shape.startswith("("):
+            shape = shape[1:].split("}, ")[0]  # the result; the rest is the library's scratch space
+        moved = sum(shape_bytes(shapes.get(o, "")) for o in operands) + shape_bytes(shape)
+        matrix = (op in ("dot", "convolution") or name.startswith("gemm_fusion")
+                  or (op == "custom-call" and re.search(r'custom_call_target="(__cublas|__cudnn)', rest)))
+        totals["matrix" if matrix else "other"] += moved
+        totals["kernels"] += 1
+    return totals
+
+
+def load_hardware_bandwidth(root, name):
+    """The preset's datasheet memory bandwidth in bytes/s."""
+    text = open(os.path.join(root, "configs/hardware", name + ".yaml")).read()
+    return float(re.search(r"^\s*memory_bandwidth_GBps:\s*([0-9.]+)", text, re.M).group(1)) * 1e9
+
+
 def pct(predicted, measured):
     return f"{(predicted / measured - 1) * 100:+.1f}%"
 
@@ -73,81 +168,145 @@ def ms(seconds):
     return f"{seconds * 1e3:.2f}"
 
 
+def environment(path):
+    env = open(path).read()
+    gpu = re.search(r"^(NVIDIA [^,]+), ([0-9.]+), ", env, re.M)
+    versions = re.search(r"^jax (\S+) jaxlib (\S+) optax (\S+) torch (\S+) cuda (\S+) cudnn (\S+)", env, re.M)
+    return {"gpu": gpu.group(1) if gpu else "?", "driver": gpu.group(2) if gpu else "?",
+            "jax": versions.group(1) if versions else "?", "cudnn": versions.group(6) if versions else "?"}
+
+
+def export_text(data, name):
+    """The StableHLO export of NAME (data/programs; a GPU measured later keeps only the SHA-256 sums of
+    its own exports, checked here to be the same text)."""
+    with lzma.open(os.path.join(data, "programs", name + ".stablehlo.mlir.xz"), "rt") as src:
+        return src.read()
+
+
+def check_exports(data, folder, texts):
+    sums = os.path.join(data, folder, "programs", "stablehlo.sha256")
+    if folder == "." or not os.path.exists(sums):
+        return
+    for line in open(sums):
+        digest, file = line.split()
+        name = file.removesuffix(".stablehlo.mlir")
+        if name in texts and hashlib.sha256(texts[name].encode()).hexdigest() != digest:
+            sys.exit(f"{sums}: {file} is not the export in {data}/programs; the programs differ")
+
+
+def measure(args, data, work, hardware, folder, texts):
+    """Per program: the measurement, Orrery's predictions per configuration, the trace summary and
+    the frozen configuration's kernel classes."""
+    configs = configurations(args.root, work, hardware)
+    table = os.path.join(args.root, f"configs/tables/{hardware}_kernels.csv")
+    rows = []
+    for name in PROGRAM_ORDER:
+        meta_path = os.path.join(data, folder, "programs", name + ".json")
+        if not os.path.exists(meta_path) or name not in texts:
+            continue
+        meta = json.load(open(meta_path))
+        if not meta.get("ok"):
+            continue
+        program = os.path.join(work, name + ".mlir")
+        scenario = os.path.join(work, f"{name}.{hardware}.yaml")
+        with open(scenario, "w") as f:
+            f.write(SCENARIO.format(hardware=hardware, program=program))
+        predicted = {c: run(args.orrery, scenario, o, os.path.join(work, "s.json")) for c, o in configs.items()}
+        trace = trace_summary.summarise(os.path.join(data, folder, "programs", name + ".trace.json.xz"))
+        rows.append((name, meta, predicted, trace, inspect_classes(args.orrery, program, hardware, table)))
+    return configs, rows
+
+
+def step_table(data, folder, hardware, second_run, configs, rows):
+    print(f"### Step times on the {hardware}\n")
+    print("| program | parameters | measured (ms): median [p10, p90] | second run (ms) | "
+          + " | ".join(configs) + " |")
+    print("|---|---|---|---|" + "---|" * len(configs))
+    errors = []
+    repeats = []
+    for name, meta, predicted, _, _ in rows:
+        cells = []
+        for c in configs:
+            t = predicted[c]["step_time_s"]
+            cells.append(f"{ms(t)} ({pct(t, meta['median_s'])})")
+        errors.append(abs(predicted[FROZEN]["step_time_s"] / meta["median_s"] - 1))
+        repeat_path = os.path.join(data, folder, "repeat", "programs", name + ".json")
+        second = "—"
+        if os.path.exists(repeat_path):
+            again = json.load(open(repeat_path))
+            if again.get("ok"):
+                second = f"{ms(again['median_s'])} ({pct(again['median_s'], meta['median_s'])})"
+                repeats.append(abs(again["median_s"] / meta["median_s"] - 1))
+        print(f"| {name} | {meta['parameters'] / 1e6:.1f} M | {ms(meta['median_s'])} "
+              f"[{ms(meta['p10_s'])}, {ms(meta['p90_s'])}] | {second} | " + " | ".join(cells) + " |")
+    within = sum(e <= 0.15 for e in errors)
+    print(f"\nFrozen configuration ({FROZEN}) on the {hardware}: {within} of {len(errors)} programs within 15%; "
+          f"median absolute error {sorted(errors)[len(errors) // 2] * 100:.1f}%, "
+          f"largest {max(errors) * 100:.1f}%. Errors are against the first run's medians; the second run "
+          f"({second_run}) differs from the first by up to {max(repeats, default=0) * 100:.1f}%, so differences "
+          "of that size are within the measurement's own reproducibility.\n")
+
+
+def time_table(hardware, rows):
+    print(f"### Where the time goes on the {hardware}\n")
+    print("| program | measured kernels | Orrery kernels | measured GEMM + conv (ms) | Orrery GEMM + conv | "
+          "measured other (ms) | Orrery other | measured busy + gaps (ms) | Orrery total |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, meta, _, trace, classes in rows:
+        cls = trace["classes"]
+        m_matrix = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("gemm", "convolution"))
+        m_other = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
+        o_classes = classes["classes"]
+        o_matrix = sum(o_classes.get(k, {}).get("estimated_s", 0.0) for k in ("gemm", "convolution"))
+        o_total = classes["estimated_compute_s"]
+        print(f"| {name} | {trace['kernels_per_step']:.0f} | {classes['executions']['compute']} | {ms(m_matrix)} | "
+              f"{ms(o_matrix)} ({pct(o_matrix, m_matrix)}) | {ms(m_other)} | {ms(o_total - o_matrix)} "
+              f"({pct(o_total - o_matrix, m_other)}) | {ms(trace['busy_s_per_step'])} + "
+              f"{ms(trace['span_s_per_step'] - trace['busy_s_per_step'])} | {ms(o_total)} |")
+    print()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--orrery", required=True)
     parser.add_argument("--root", required=True)
     args = parser.parse_args()
     data = os.path.join(args.root, "validation/gpu/data")
-    env = open(os.path.join(data, "environment.txt")).read()
-    gpu = re.search(r"^(NVIDIA [^,]+), ([0-9.]+), ", env, re.M)
-    versions = re.search(r"^jax (\S+) jaxlib (\S+) optax (\S+) torch (\S+) cuda (\S+) cudnn (\S+)", env, re.M)
-    hardware = "H200"
+    envs = {hardware: environment(os.path.join(data, folder, "environment.txt")) for hardware, folder, _ in GPUS}
 
     print("# GPU ground truth: single-device training steps\n")
     print("Generated by `make validate` (tools/validate_gpu.py) from validation/gpu/data; do not edit by hand.\n")
-    print(f"Measured for this project on one {gpu.group(1) if gpu else '?'} (driver {gpu.group(2) if gpu else '?'}; "
-          f"JAX {versions.group(1) if versions else '?'}, cuDNN {versions.group(6) if versions else '?'}), clocks as "
-          "found, by validation/gpu/run_all.sh (validation/gpu/README.md): five training steps (forward, backward, "
-          "Optax AdamW; bf16 compute, f32 master weights) written in JAX, each exported as StableHLO, compiled by "
-          "XLA and timed (5 warm-up steps, then the median of 30 steps with `block_until_ready`). Predicted: "
-          f"`orrery run` of that StableHLO export on one {hardware} (the preset's roofline constants fitted on "
-          "kernel microbenchmarks measured on the same GPU, never on these step times).\n")
+    measured_on = "; ".join(f"one {e['gpu']} (driver {e['driver']}; JAX {e['jax']}, cuDNN {e['cudnn']})"
+                            for e in envs.values())
+    print(f"Measured for this project on two GPUs — {measured_on} — clocks as found, by the scripts of "
+          "validation/gpu (README there): five training steps (forward, backward, Optax AdamW; bf16 compute, f32 "
+          "master weights) written in JAX, each exported as StableHLO, compiled by XLA and timed (5 warm-up steps, "
+          "then the median of 30 steps with `block_until_ready`). JAX writes the same StableHLO for both GPUs "
+          "(checked here against the SHA-256 sums the H100 run kept). Predicted: `orrery run` of that export on "
+          "one device of the matching preset, whose roofline constants and kernel table were fitted on kernel "
+          "microbenchmarks measured on the same GPU, never on these step times.\n")
 
     with tempfile.TemporaryDirectory() as work:
-        datasheet = datasheet_preset(args.root, work, hardware)
-        configs = configurations(args.root, datasheet)
-        rows = []
+        texts = {}
         for name in PROGRAM_ORDER:
-            meta_path = os.path.join(data, "programs", name + ".json")
-            meta = json.load(open(meta_path))
-            if not meta.get("ok"):
-                continue
-            program = os.path.join(work, name + ".mlir")
-            with lzma.open(os.path.join(data, "programs", name + ".stablehlo.mlir.xz"), "rt") as src, \
-                    open(program, "w") as dst:
-                dst.write(src.read())
-            scenario = os.path.join(work, name + ".yaml")
-            with open(scenario, "w") as f:
-                f.write(SCENARIO.format(hardware=hardware, program=program))
-            predicted = {c: run(args.orrery, scenario, o, os.path.join(work, "s.json"))
-                         for c, o in configs.items()}
-            trace = trace_summary.summarise(os.path.join(data, "programs", name + ".trace.json.xz"))
-            frozen_classes = inspect_classes(args.orrery, program, hardware,
-                                             os.path.join(args.root, "configs/tables/H200_kernels.csv"))
-            rows.append((name, meta, predicted, trace, frozen_classes))
+            if os.path.exists(os.path.join(data, "programs", name + ".stablehlo.mlir.xz")):
+                texts[name] = export_text(data, name)
+                with open(os.path.join(work, name + ".mlir"), "w") as f:
+                    f.write(texts[name])
+        results = {}
+        for hardware, folder, _ in GPUS:
+            check_exports(data, folder, texts)
+            results[hardware] = measure(args, data, work, hardware, folder, texts)
 
         print("## Step times\n")
-        print("| program | parameters | measured (ms): median [p10, p90] | second run (ms) | "
-              + " | ".join(configs) + " |")
-        print("|---|---|---|---|" + "---|" * len(configs))
-        errors = []
-        repeats = []
-        for name, meta, predicted, _, _ in rows:
-            cells = []
-            for c in configs:
-                t = predicted[c]["step_time_s"]
-                cells.append(f"{ms(t)} ({pct(t, meta['median_s'])})")
-            errors.append(abs(predicted[FROZEN]["step_time_s"] / meta["median_s"] - 1))
-            repeat_path = os.path.join(data, "repeat", "programs", name + ".json")
-            second = "—"
-            if os.path.exists(repeat_path):
-                again = json.load(open(repeat_path))
-                if again.get("ok"):
-                    second = f"{ms(again['median_s'])} ({pct(again['median_s'], meta['median_s'])})"
-                    repeats.append(abs(again["median_s"] / meta["median_s"] - 1))
-            print(f"| {name} | {meta['parameters'] / 1e6:.1f} M | {ms(meta['median_s'])} "
-                  f"[{ms(meta['p10_s'])}, {ms(meta['p90_s'])}] | {second} | " + " | ".join(cells) + " |")
-        within = sum(e <= 0.15 for e in errors)
-        print(f"\nFrozen configuration ({FROZEN}): {within} of {len(errors)} programs within 15%; "
-              f"median absolute error {sorted(errors)[len(errors) // 2] * 100:.1f}%, "
-              f"largest {max(errors) * 100:.1f}%. Errors are against the first run's medians; the second run "
-              "(a fresh machine of the same kind, validation/gpu/run_repeat.sh) differs from the first by up to "
-              f"{max(repeats, default=0) * 100:.1f}%, so differences of that size are within the measurement's "
-              "own reproducibility.\n")
         print("Programs: Llama-style decoders (RMSNorm, RoPE, SwiGLU, grouped-query attention with the naive "
               "softmax(QK^T)V, untied LM head; batch 8 x 1,024 tokens, vocabulary 32,000) and ResNet v1.5 "
-              "(NHWC, batch-norm in training mode; batch 128 at 224 x 224): validation/gpu/models.py.\n")
+              "(NHWC, batch-norm in training mode; batch 128 at 224 x 224): validation/gpu/models.py. The "
+              "column that carries one GPU's fitted constants to the other's peaks shows how far a fit transfers "
+              "between two GPUs of one architecture (the H200 is the H100's die with faster memory).\n")
+        for hardware, folder, second_run in GPUS:
+            configs, rows = results[hardware]
+            step_table(data, folder, hardware, second_run, configs, rows)
 
         print("## Where the time goes\n")
         print("Measured: the GPU kernels of three steps in the profiler trace (validation/gpu/trace_summary.py), "
@@ -156,29 +315,48 @@ def main():
               "sum of kernel times, *gaps* the step's span minus that. Predicted: `orrery inspect --cost` with the "
               "frozen configuration's estimators (GEMM and convolution kernels against the rest; Orrery's kernel "
               "times include the fitted launch overhead, so its gaps are inside the kernels).\n")
-        print("| program | measured kernels | Orrery kernels | measured GEMM + conv (ms) | Orrery GEMM + conv | "
-              "measured other (ms) | Orrery other | measured busy + gaps (ms) | Orrery total |")
-        print("|---|---|---|---|---|---|---|---|---|")
-        for name, meta, _, trace, classes in rows:
-            cls = trace["classes"]
-            m_matrix = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("gemm", "convolution"))
-            m_other = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
-            o_classes = classes["classes"]
-            o_matrix = sum(o_classes.get(k, {}).get("estimated_s", 0.0) for k in ("gemm", "convolution"))
-            o_total = classes["estimated_compute_s"]
-            print(f"| {name} | {trace['kernels_per_step']:.0f} | {classes['executions']['compute']} | {ms(m_matrix)} | "
-                  f"{ms(o_matrix)} ({pct(o_matrix, m_matrix)}) | {ms(m_other)} | {ms(o_total - o_matrix)} "
-                  f"({pct(o_total - o_matrix, m_other)}) | {ms(trace['busy_s_per_step'])} + "
-                  f"{ms(trace['span_s_per_step'] - trace['busy_s_per_step'])} | {ms(o_total)} |")
+        for hardware, _, _ in GPUS:
+            time_table(hardware, results[hardware][1])
+
+        print("### Bytes the non-matrix kernels move\n")
+        print("Orrery's fused kernels other than GEMMs and convolutions (`orrery inspect --cost`: bytes read and "
+              "written) against the kernels of XLA's compiled program for each GPU (NAME.hlo.txt.xz: each kernel of "
+              "the entry computation, fusions and copies, reading its operands once and writing its results, as "
+              "the HLO lists them), and the bandwidth those kernels achieved: XLA's bytes over the measured time "
+              "of the profiler's non-matrix kernels, as a fraction of the datasheet's.\n")
+        header = "| program | Orrery (GB) |"
+        rule = "|---|---|"
+        for hardware, _, _ in GPUS:
+            header += f" XLA on the {hardware} (GB) | Orrery / XLA | achieved on the {hardware} (TB/s) |"
+            rule += "---|---|---|"
+        print(header)
+        print(rule)
+        bandwidth = {hardware: load_hardware_bandwidth(args.root, hardware) for hardware, _, _ in GPUS}
+        for i, name in enumerate(r[0] for r in results[GPUS[0][0]][1]):
+            classes = results[GPUS[0][0]][1][i][4]["classes"]
+            ours = sum(v["bytes"] for k, v in classes.items() if k not in ("gemm", "convolution"))
+            cells = [name, f"{ours / 1e9:.1f}"]
+            for hardware, folder, _ in GPUS:
+                row = next((r for r in results[hardware][1] if r[0] == name), None)
+                xla = xla_kernel_bytes(os.path.join(data, folder, "programs", name + ".hlo.txt.xz"))
+                if row is None or xla is None:
+                    cells += ["—", "—", "—"]
+                    continue
+                cls = row[3]["classes"]
+                seconds = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
+                achieved = xla["other"] / seconds
+                cells += [f"{xla['other'] / 1e9:.1f}", f"{ours / xla['other']:.2f}",
+                          f"{achieved / 1e12:.2f} ({achieved / bandwidth[hardware] * 100:.0f}%)"]
+            print("| " + " | ".join(cells) + " |")
         print()
 
         print("## Memory\n")
         print("Orrery's per-device peak estimate (live tensors of the unfused export, in program order) against "
               "XLA's own for the compiled program (`compiled.memory_analysis()`: arguments + outputs − aliased + "
-              "temporaries, after XLA's buffer assignment).\n")
+              "temporaries, after XLA's buffer assignment), on the H200.\n")
         print("| program | XLA peak (GiB) | Orrery peak (GiB) | ratio |")
         print("|---|---|---|---|")
-        for name, meta, predicted, _, _ in rows:
+        for name, meta, predicted, _, _ in results[GPUS[0][0]][1]:
             xla = meta.get("xla_memory_analysis", {}).get("peak_memory_in_bytes")
             mem = predicted[FROZEN].get("memory", [])
             ours = max((m.get("peak_bytes", 0) for m in mem), default=0)
@@ -189,6 +367,7 @@ def main():
         print("## Sharded exports\n")
         print("The same programs lowered for 4 and 8 devices (validation/gpu/sharded.py) are partitioned by "
               "Orrery's SPMD partitioner and compared with XLA's partitioned HLO in [spmd.md](spmd.md).\n")
+
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `orrery_compute_tool fit-roofline --write`, the command docs/compute.md gives for the A100_80GB
 # preset, reproduces the preset byte for byte (the fitted block and the convolution line it derives
-# from the GEMM fit), and refuses a preset without a fitted block; the same for the H200 preset from
-# validation/gpu's kernels, and `export-table` reproduces configs/tables/H200_kernels.csv.
+# from the GEMM fit), and refuses a preset without a fitted block; the same for the H200 and H100
+# presets from validation/gpu's kernels, and `export-table` reproduces configs/tables/H200_kernels.csv
+# and configs/tables/H100_kernels.csv.
 set -uo pipefail
 tool=$1
 source_dir=$2
@@ -30,6 +31,24 @@ if cmp -s "$source_dir/configs/tables/H200_kernels.csv" "$work/H200_kernels.csv"
   echo "ok   h200_export_reproduces_table"
 else
   fail "h200_export_reproduces_table: configs/tables/H200_kernels.csv differs from the export"
+fi
+# The H100's (validation/gpu/data/h100, measured on a lent H100 80GB HBM3).
+h100=$source_dir/validation/gpu/data/h100/kernels
+cp "$source_dir/configs/hardware/H100.yaml" "$work/H100.yaml"
+expect h100_fit_writes 0 "2578 measured kernel times" \
+  -- "$tool" fit-roofline --preset "$work/H100.yaml" --write \
+  --kernels "$h100/matmul.csv" "$h100/elementwise.csv" "$h100/reduction.csv" "$h100/conv.csv"
+if diff -u "$source_dir/configs/hardware/H100.yaml" "$work/H100.yaml"; then
+  echo "ok   h100_fit_reproduces_preset"
+else
+  fail "h100_fit_reproduces_preset: the rewritten preset differs (above)"
+fi
+expect h100_export 0 "wrote 2834 rows" -- "$tool" export-table --hardware H100 --out "$work/H100_kernels.csv" \
+  "$h100/matmul.csv" "$h100/elementwise.csv" "$h100/reduction.csv" "$h100/conv.csv"
+if cmp -s "$source_dir/configs/tables/H100_kernels.csv" "$work/H100_kernels.csv"; then
+  echo "ok   h100_export_reproduces_table"
+else
+  fail "h100_export_reproduces_table: configs/tables/H100_kernels.csv differs from the export"
 fi
 expect export_needs_hardware 2 "names no device" -- "$tool" export-table --out "$work/x.csv" "$gpu/matmul.csv"
 expect fit_needs_kernels 2 "no kernel times" -- "$tool" fit-roofline --preset "$work/H200.yaml"

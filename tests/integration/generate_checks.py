@@ -628,7 +628,9 @@ for s in (0, 1):
     assert oc["all_gather"]["count"] == bc["all_gather"]["count"] - 4, (s, bc, oc)
     assert oc.get("reduce_scatter", {"count": 0})["count"] == bc["reduce_scatter"]["count"] - 4, (s, bc, oc)
     assert abs(o["classes"]["gemm"]["flops"] / b["classes"]["gemm"]["flops"] - 1) < 1e-12, (s, b["classes"]["gemm"], o["classes"]["gemm"])
-assert over["exposed_comm_s"] < 0.8 * base["exposed_comm_s"], (over["exposed_comm_s"], base["exposed_comm_s"])
+# (0.77 of it with the H100 preset's earlier A100-derived constants, 0.84 with its own fit: the
+# chunked GEMMs pay the measured 3.9 us launch overhead each.)
+assert over["exposed_comm_s"] < 0.9 * base["exposed_comm_s"], (over["exposed_comm_s"], base["exposed_comm_s"])
 for key in ("step_time_s", "compute_s", "comm_s", "idle_s", "events"):
     assert over[key] == load("tp4_overlap_np2.summary")[key], key
 print(f"ok   TP communication overlap (tp 4): step {over['step_time_s'] * 1e3:.3f} ms against "

@@ -2,7 +2,8 @@
 # The GPU ground truth of validation/gpu (issue 7): Orrery reads every StableHLO export there (the
 # single-device training steps as one-partition programs, the sharded lowerings as pre-partitioning
 # modules with their partition counts), costs the ResNet-50 export's convolutions from the H200
-# table's measured rows, and tools/validate_gpu.py (`make validate`'s gpu step) writes its page.
+# table's measured rows, checks that the H100 run's exports are the same text, and
+# tools/validate_gpu.py (`make validate`'s gpu step) writes its page.
 set -uo pipefail
 orrery=$1
 source_dir=$2
@@ -16,6 +17,12 @@ for export in "$data"/programs/*.stablehlo.mlir.xz; do
   xz -dc "$export" > "$work/$name.mlir"
   expect "reads_$name" 0 "1 partition(s), 1 replica(s)" -- "$orrery" inspect --strict "$work/$name.mlir"
 done
+# The H100 run kept only the SHA-256 sums of its exports: they must be the H200 run's text.
+if (cd "$work" && sed "s/\.stablehlo\.mlir$/.mlir/" "$data/h100/programs/stablehlo.sha256" | sha256sum --quiet -c -); then
+  echo "ok   h100_exports_are_the_h200_exports"
+else
+  fail "h100_exports_are_the_h200_exports: validation/gpu/data/h100/programs/stablehlo.sha256 does not match"
+fi
 count=0
 for export in "$data"/sharded/*.pre.mlir.xz; do
   name=$(basename "$export" .pre.mlir.xz)
