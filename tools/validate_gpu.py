@@ -351,7 +351,7 @@ def main():
         print()
 
         print("## Memory\n")
-        print("Orrery's per-device peak estimate (live tensors of the unfused export, in program order) against "
+        print("Orrery's per-device peak estimate (the live buffers of the kernels it runs, fused as in the frozen configuration, in program order) against "
               "XLA's own for the compiled program (`compiled.memory_analysis()`: arguments + outputs − aliased + "
               "temporaries, after XLA's buffer assignment), on the H200.\n")
         print("| program | XLA peak (GiB) | Orrery peak (GiB) | ratio |")

@@ -61,7 +61,11 @@ OpId enclosing_kernel(const Program& p, OpId id) {
 class ProgramCoster {
  public:
   ProgramCoster(const Program& program, ComputeModel& model, const CostOptions& options)
-      : p_(program), model_(model), options_(options), counter_(program, options.counting) {}
+      : p_(program),
+        model_(model),
+        options_(options),
+        counter_(program, options.counting),
+        cheap_special_functions_(!model.hardware().systolic.has_value()) {}
 
   ProgramCosts run() {
     const CacheStats before = model_.cache_stats();
@@ -784,8 +788,9 @@ class ProgramCoster {
   // Producer duplication (XLA fuses a cheap producer into each consumer rather than materialise
   // it): a fused op without transcendental math -- elementwise, convert, broadcast, iota -- whose
   // operands are materialised (from outside its kernel) or duplicable too, and whose recomputation
-  // reads no more bytes than its result (the values from outside the kernel that it and its
-  // duplicable producers read), so recomputing it never moves more data than reading its result.
+  // reads no more bytes than its result (the materialised values that it and its duplicable
+  // producers read, in its own kernel or others), so recomputing it never moves more data than
+  // reading its result.
   bool duplicable(OpId id) {
     if (region_.empty() || region_[id] == kNoRegion || !is_member_[id]) {
       return false;
@@ -810,7 +815,8 @@ class ProgramCoster {
     std::uint64_t result_bytes = 0;
     if (cheap) {
       counter_.count(id, dup_count_);
-      cheap = dup_count_.signature.op_class != OpClass::kTranscendental && p_.result_types(op).size() == 1;
+      cheap = (dup_count_.signature.op_class != OpClass::kTranscendental || cheap_special_function(op)) &&
+              p_.result_types(op).size() == 1;
       result_bytes = dup_count_.signature.bytes_written.count;
     }
     const std::uint32_t region = find_set(region_[id]);
@@ -823,9 +829,24 @@ class ProgramCoster {
         cheap = duplicable(v.op()) || escapes(v, kernel_of(v.op()));
       }
     }
-    cheap = cheap && recompute_reads(id, region) <= result_bytes;
+    cheap = cheap && recompute_reads(id) <= result_bytes;
     duplicable_[id] = cheap ? 1 : 2;
     return cheap;
+  }
+
+  // On GPUs XLA counts f32 and f16 exponentials, square roots and reciprocal square roots as cheap
+  // (GpuInstructionFusion::IsExpensive) and recomputes them like any elementwise op: the backward
+  // pass of a softmax recomputes its probabilities from the scores. TPU-like presets (a systolic
+  // section) keep them expensive, as XLA's default rule does.
+  bool cheap_special_function(const Op& op) const {
+    if (!cheap_special_functions_ ||
+        (op.kind != OpKind::kExponential && op.kind != OpKind::kSqrt && op.kind != OpKind::kRsqrt)) {
+      return false;
+    }
+    const auto results = p_.result_types(op);
+    const workload::ElementType element =
+        results.empty() ? workload::ElementType::kUnknown : p_.types().element(results[0]);
+    return element == workload::ElementType::kF32 || element == workload::ElementType::kF16;
   }
 
   // The kernel op that region member `id` belongs to.
@@ -834,12 +855,14 @@ class ProgramCoster {
     return cost.role == CostRole::kFused ? cost.fused_into : id;
   }
 
-  // The bytes a kernel reads to recompute duplicable op `id` of `region`: each distinct value that
-  // the op and its duplicable producers in the region read and that is materialised (from outside
-  // the region, or written by it): a convert of an f16 tensor times a constant reads the f16
-  // tensor. Saturates above kMaxRecomputeOps ops (never duplicable then).
+  // The bytes a kernel reads to recompute duplicable op `id`: each distinct value that the op and
+  // its duplicable producers read and that is materialised (not duplicable: from outside every
+  // region, or written by its kernel): a convert of an f16 tensor times a constant reads the f16
+  // tensor, and so does a batch norm's convert(x) - mean, whose convert belongs to the kernel of
+  // the sum (XLA recomputes such values in the backward pass rather than keep them). Saturates
+  // above kMaxRecomputeOps ops (never duplicable then).
   static constexpr std::size_t kMaxRecomputeOps = 64;
-  std::uint64_t recompute_reads(OpId id, std::uint32_t region) {
+  std::uint64_t recompute_reads(OpId id) {
     std::vector<OpId> stack{id};
     std::vector<OpId> visited{id};
     std::vector<std::uint64_t> leaves;
@@ -849,8 +872,7 @@ class ProgramCoster {
       const OpId at = stack.back();
       stack.pop_back();
       for (const workload::ValueRef v : p_.operands(p_.op(at))) {
-        if (v.is_op_result() && region_[v.op()] != kNoRegion && find_set(region_[v.op()]) == region &&
-            duplicable(v.op())) {
+        if (v.is_op_result() && region_[v.op()] != kNoRegion && duplicable(v.op())) {
           if (std::find(visited.begin(), visited.end(), v.op()) == visited.end()) {
             if (visited.size() == kMaxRecomputeOps) {
               return std::numeric_limits<std::uint64_t>::max();
@@ -862,7 +884,10 @@ class ProgramCoster {
         }
         if (std::find(leaves.begin(), leaves.end(), v.key()) == leaves.end()) {
           leaves.push_back(v.key());
-          bytes += counter_.read_bytes(v, p_.op(at).kind, flags);
+          // A scalar or splat constant is an immediate of the generated kernel, not a read.
+          const std::uint64_t read = counter_.read_bytes(v, p_.op(at).kind, flags);
+          const bool immediate = v.is_op_result() && p_.op(v.op()).kind == OpKind::kConstant && read <= 8;
+          bytes += immediate ? 0 : read;
         }
       }
     }
@@ -1010,6 +1035,7 @@ class ProgramCoster {
   ComputeModel& model_;
   const CostOptions& options_;
   OpCounter counter_;
+  bool cheap_special_functions_;  // f32/f16 exp, sqrt, rsqrt recomputed like elementwise ops (GPUs)
   ProgramCosts costs_;
   std::vector<CostRole> roles_;                   // the counting layer's role of each op
   std::vector<std::vector<OpId>> members_;        // ops fused into each kernel, by kernel op

@@ -471,14 +471,15 @@ func.func private @act(%a: tensor<16x16xf32>) -> tensor<16x16xf32> {
 // its result when the recomputation reads no more bytes than the result (the materialised values
 // it and its cheap producers read). %m = 2 * convert(x) reads x (f16, 8 KiB) to recompute, less
 // than its f32 result (16 KiB), although the multiply itself reads two f32 operands; %n reads x
-// and %v, which its kernel writes anyway (returned); %a = y + z would read 32 KiB: written.
+// and %v, which its kernel writes anyway (returned; a logarithm is never recomputed); %a = y + z
+// would read 32 KiB: written.
 constexpr const char* kDuplication = R"(
 func.func @main(%x: tensor<64x64xf16>, %y: tensor<64x64xf32>, %z: tensor<64x64xf32>, %p: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64xf32>) {
   %c = stablehlo.convert %x : (tensor<64x64xf16>) -> tensor<64x64xf32>
   %k = stablehlo.constant dense<2.0> : tensor<f32>
   %kb = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<f32>) -> tensor<64x64xf32>
   %m = stablehlo.multiply %kb, %c : tensor<64x64xf32>
-  %v = stablehlo.rsqrt %p : tensor<64xf32>
+  %v = stablehlo.log %p : tensor<64xf32>
   %vb = stablehlo.broadcast_in_dim %v, dims = [1] : (tensor<64xf32>) -> tensor<64x64xf32>
   %n = stablehlo.multiply %c, %vb : tensor<64x64xf32>
   %a = stablehlo.add %y, %z : tensor<64x64xf32>
@@ -501,7 +502,7 @@ TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
   // Two kernels: everything before the dot (at the exponential) and the three adds after it.
   const OpId first_kernel = first(*p, OpKind::kExponential);
   const OpId second_kernel = first(*p, OpKind::kAdd, 5);
-  EXPECT_EQ(fused[first(*p, OpKind::kRsqrt)].fused_into, first_kernel);
+  EXPECT_EQ(fused[first(*p, OpKind::kLog)].fused_into, first_kernel);
   EXPECT_EQ(fused[first(*p, OpKind::kAdd, 3)].fused_into, second_kernel);
   // The first kernel writes the exponential's result (the dot's operand, 16 KiB), %v (returned,
   // 256 B) and %a (16 KiB); %m and %n are recomputed by the second kernel.
@@ -517,6 +518,98 @@ TEST(ProgramCosts, KernelsRecomputeCheapProducersThatReadLessThanTheirResult) {
                    3 * unfused[second_kernel].flops.value + unfused[first(*p, OpKind::kMultiply)].flops.value +
                        unfused[first(*p, OpKind::kMultiply, 1)].flops.value +
                        unfused[first(*p, OpKind::kConvert)].flops.value);
+}
+
+// Recomputation reaches across kernels: a batch norm's centred input y = convert(x) - mean is
+// written by no kernel when every later kernel that needs it recomputes it from x (f16, 8 KiB) and
+// the mean (256 B) -- less than y (f32, 16 KiB) -- although convert(x) belongs to a third kernel
+// (the one that sums it). XLA recomputes such values in the backward pass rather than keep them.
+constexpr const char* kRecomputeAcrossKernels = R"(
+func.func @main(%x: tensor<64x64xf16>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = stablehlo.convert %x : (tensor<64x64xf16>) -> tensor<64x64xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %sum = stablehlo.reduce(%c init: %z) applies stablehlo.add across dimensions = [0] : (tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %mb = stablehlo.broadcast_in_dim %sum, dims = [1] : (tensor<64xf32>) -> tensor<64x64xf32>
+  %y = stablehlo.subtract %c, %mb : tensor<64x64xf32>
+  %d1 = stablehlo.dot_general %w, %w, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u1 = stablehlo.add %y, %d1 : tensor<64x64xf32>
+  %d2 = stablehlo.dot_general %u1, %w, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %u2 = stablehlo.multiply %y, %d2 : tensor<64x64xf32>
+  return %u2 : tensor<64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, KernelsRecomputeThroughProducersOfOtherKernels) {
+  const RegionCosts costed = regions_of(kRecomputeAcrossKernels);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  const ProgramCosts& fused = costed.costs;
+  const OpId sums = first(*p, OpKind::kReduce);
+  const OpId centres = first(*p, OpKind::kAdd);  // the kernel of the broadcast, y and u1
+  const OpId scales = first(*p, OpKind::kMultiply);
+  EXPECT_EQ(fused[first(*p, OpKind::kSubtract)].fused_into, centres);
+  // The sum's kernel writes the sum only (its convert is recomputed by y's kernel) ...
+  EXPECT_EQ(fused[sums].bytes_written.count, 256U);
+  // ... y's kernel writes u1, not y ...
+  EXPECT_EQ(fused[centres].bytes_read.count, 8192U + 256U + 16384U);
+  EXPECT_EQ(fused[centres].bytes_written.count, 16384U);
+  // ... and the last kernel recomputes y from x and the sum: it reads them and the second dot's
+  // result, 8 KiB less than reading y would.
+  EXPECT_EQ(fused[scales].bytes_read.count, 8192U + 256U + 16384U);
+  EXPECT_EQ(fused[scales].bytes_written.count, 16384U);
+}
+
+// A softmax's backward pass on a GPU recomputes the probabilities from the bf16 scores (XLA's GPU
+// backend counts f32 exponentials as cheap): p = exp(convert(s) - max) is written by no kernel, and
+// the backward kernel reads s (8 KiB), the max (256 B) and the gradient instead of p (16 KiB). On a
+// TPU-like preset an exponential stays expensive: p is written and read back. The max's
+// `maximum(-inf, reduce)` reads the reduction's 256 B and an immediate constant, no more than
+// its result, so it is recomputed too.
+constexpr const char* kSoftmaxBackward = R"(
+func.func @main(%s: tensor<64x64xbf16>, %w: tensor<64x64xf32>, %g: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %f = stablehlo.convert %s : (tensor<64x64xbf16>) -> tensor<64x64xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %r = stablehlo.reduce(%f init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<64x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %nb = stablehlo.broadcast_in_dim %ninf, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %m = stablehlo.maximum %nb, %r : tensor<64xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<64xf32>) -> tensor<64x64xf32>
+  %c = stablehlo.subtract %f, %mb : tensor<64x64xf32>
+  %p = stablehlo.exponential %c : tensor<64x64xf32>
+  %d = stablehlo.dot_general %p, %w, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %e = stablehlo.dot_general %d, %g, contracting_dims = [1] x [0] : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %b = stablehlo.multiply %p, %e : tensor<64x64xf32>
+  return %b : tensor<64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, GpusRecomputeExponentialsTpusKeepThem) {
+  const auto p = parse(kSoftmaxBackward);
+  ASSERT_NE(p, nullptr);
+  const OpId backward = first(*p, OpKind::kMultiply);
+  const OpId dot = first(*p, OpKind::kDotGeneral);
+  ComputeModel gpu = microsecond_model();
+  const ProgramCosts on_gpu = cost_with_regions(*p, gpu);
+  // The first dot reads p whole (a dot recomputes nothing) ...
+  EXPECT_EQ(on_gpu[dot].bytes_read.count, 16384U + 16384U);
+  // ... and the backward kernel recomputes it: s, the reduction's 256 B, the -inf constant (4 B,
+  // as every kernel counts a splat it reads) and the second dot's result.
+  EXPECT_EQ(on_gpu[backward].bytes_read.count, 8192U + 256U + 4U + 16384U);
+  ComputeModel tpu(std::make_unique<MicrosecondEstimator>(), load_hardware("TPUv4"), true);
+  const ProgramCosts on_tpu = cost_with_regions(*p, tpu);
+  EXPECT_EQ(on_tpu[backward].bytes_read.count, 16384U + 16384U);
+  // The first kernel writes p (16 KiB, read by the dot on both) and, on the TPU only, nothing more
+  // (the max is recomputed from the reduction by the exponential's kernel on both).
+  std::uint64_t gpu_written = 0;
+  std::uint64_t tpu_written = 0;
+  for (OpId id = 0; id < p->op_count(); ++id) {
+    if (on_gpu[id].role == CostRole::kCompute) {
+      gpu_written += on_gpu[id].bytes_written.count;
+    }
+    if (on_tpu[id].role == CostRole::kCompute) {
+      tpu_written += on_tpu[id].bytes_written.count;
+    }
+  }
+  EXPECT_EQ(gpu_written, tpu_written);
 }
 
 // Constants as kernel inputs: a splat (one value repeated, as generated programs and some exports
