@@ -2,7 +2,8 @@
 # The GPU ground truth of validation/gpu (issue 7): Orrery reads every StableHLO export there (the
 # single-device training steps as one-partition programs, the sharded lowerings as pre-partitioning
 # modules with their partition counts), costs the ResNet-50 export's convolutions from the H200
-# table's measured rows, checks that the H100 run's exports are the same text, and
+# table's measured rows, checks that the H100 run's exports are the same text, costs XLA's fused
+# kernels alone (gpu_fusions_check.py), and
 # tools/validate_gpu.py (`make validate`'s gpu step) writes its page.
 set -uo pipefail
 orrery=$1
@@ -23,6 +24,8 @@ if (cd "$work" && sed "s/\.stablehlo\.mlir$/.mlir/" "$data/h100/programs/stableh
 else
   fail "h100_exports_are_the_h200_exports: validation/gpu/data/h100/programs/stablehlo.sha256 does not match"
 fi
+/usr/bin/python3 "$(dirname "$0")/gpu_fusions_check.py" "$orrery" "$data/fusions" "$work" ||
+  fail "fusions (gpu_fusions_check.py, above)"
 count=0
 for export in "$data"/sharded/*.pre.mlir.xz; do
   name=$(basename "$export" .pre.mlir.xz)
