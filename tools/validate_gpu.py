@@ -17,6 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation", "gpu"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hlo_kernels  # noqa: E402
 import trace_summary  # noqa: E402
 from validation_common import datasheet_preset, run  # noqa: E402
 
@@ -100,57 +101,18 @@ def inspect_classes(orrery, program, hardware, table):
     return json.loads(out)
 
 
-# XLA's compiled HLO (NAME.hlo.txt.xz): the kernels of the entry computation and the bytes each
-# lists as operands and results.
-ELEMENT_BYTES = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
-                 "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8}
-SHAPE = re.compile(r"\b(" + "|".join(ELEMENT_BYTES) + r")\[([0-9,]*)\]")
-INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%(\S+) = (.*?) ([a-z][a-z0-9-]*)\((.*?)\)(, .*)?$")
-FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "partition-id",
-        "replica-id", "opt-barrier"}
-
-
-def shape_bytes(text):
-    total = 0
-    for element, dims in SHAPE.findall(text):
-        n = 1
-        for d in dims.split(","):
-            if d:
-                n *= int(d)
-        total += n * ELEMENT_BYTES[element]
-    return total
-
-
 def xla_kernel_bytes(path):
-    """{"matrix": bytes, "other": bytes, "kernels": n} over the entry computation's kernels: each
-    reads its operands (each once) and writes its results, as the HLO lists them (an upper bound
-    for a kernel that reads part of an operand). None when the entry holds a loop (its body's
-    kernels would run a trip count of times, which this count does not follow)."""
+    """{"matrix": bytes, "other": bytes, "kernels": n} over the kernels of XLA's compiled HLO
+    (NAME.hlo.txt.xz; validation/gpu/hlo_kernels.py); None when the entry holds a loop."""
     with lzma.open(path, "rt") as f:
-        lines = f.read().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY "))
-    shapes = {}
-    totals = {"matrix": 0, "other": 0, "kernels": 0}
-    for line in lines[start + 1:]:
-        if line.startswith("}"):
-            break
-        m = INSTRUCTION.match(line)
-        if not m:
-            continue
-        name, shape, op, args, rest = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5) or ""
-        shapes[name] = shape
-        if op == "while":
-            return None
-        if op in FREE:
-            continue
-        operands = dict.fromkeys(a.strip()[1:] for a in args.split(",") if a.strip().startswith("%"))
-        if op == "custom-call" and shape.startswith("("):
-            shape = shape[1:].split("}, ")[0]  # the result; the rest is the library's scratch space
-        moved = sum(shape_bytes(shapes.get(o, "")) for o in operands) + shape_bytes(shape)
+        kernels = hlo_kernels.entry_kernels(f.read())
+    if kernels is None:
+        return None
+    totals = {"matrix": 0, "other": 0, "kernels": len(kernels)}
+    for name, op, read, written, rest in kernels:
         matrix = (op in ("dot", "convolution") or name.startswith("gemm_fusion")
                   or (op == "custom-call" and re.search(r'custom_call_target="(__cublas|__cudnn)', rest)))
-        totals["matrix" if matrix else "other"] += moved
-        totals["kernels"] += 1
+        totals["matrix" if matrix else "other"] += read + written
     return totals
 
 

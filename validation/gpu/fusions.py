@@ -25,7 +25,6 @@ import csv
 import glob
 import gzip
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -36,46 +35,13 @@ import jax
 import jax.numpy as jnp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hlo_kernels  # noqa: E402
 import trace_summary  # noqa: E402
 
-BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2, "f32": 4, "s32": 4, "u32": 4,
-         "f64": 8, "s64": 8, "u64": 8}
-SHAPE = re.compile(r"\b(" + "|".join(BYTES) + r")\[([0-9,]*)\]")
-INSTRUCTION = re.compile(r"^\s+(?:ROOT )?%(\S+) = (.*?) ([a-z][a-z0-9-]*)\((.*?)\)(, .*)?$")
-FREE = {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "opt-barrier"}
-
-
-def shape_bytes(text):
-    total = 0
-    for element, dims in SHAPE.findall(text):
-        n = 1
-        for d in dims.split(","):
-            if d:
-                n *= int(d)
-        total += n * BYTES[element]
-    return total
-
-
 def kernel_bytes(hlo):
-    """(kernels, bytes read, bytes written) of the entry computation's kernels."""
-    lines = hlo.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY "))
-    shapes, kernels, read, written = {}, 0, 0, 0
-    for line in lines[start + 1:]:
-        if line.startswith("}"):
-            break
-        m = INSTRUCTION.match(line)
-        if not m:
-            continue
-        name, shape, op, args = m.group(1), m.group(2), m.group(3), m.group(4)
-        shapes[name] = shape
-        if op in FREE:
-            continue
-        operands = dict.fromkeys(a.strip()[1:] for a in args.split(",") if a.strip().startswith("%"))
-        read += sum(shape_bytes(shapes.get(o, "")) for o in operands)
-        written += shape_bytes(shape)
-        kernels += 1
-    return kernels, read, written
+    """(kernels, bytes read, bytes written) of the compiled module's entry computation."""
+    kernels = hlo_kernels.entry_kernels(hlo) or []
+    return len(kernels), sum(k[2] for k in kernels), sum(k[3] for k in kernels)
 
 
 def bn_stats(x):
