@@ -441,6 +441,7 @@ class ProgramCoster {
   void find_regions() {
     region_.assign(p_.op_count(), kNoRegion);
     is_member_.assign(p_.op_count(), false);
+    row_result_.assign(p_.op_count(), false);
     // Uses of each op's values by ops of other blocks (nested regions): attributed to the user's
     // ancestor in the producer's block.
     std::vector<std::vector<OpId>> nested_users(p_.op_count());
@@ -483,6 +484,14 @@ class ProgramCoster {
       if (is_member_[id]) {
         costs_.ops[id].role = CostRole::kFused;
         members_[root[r]].push_back(id);
+      }
+    }
+    // The ops of a member's own body (a reduce's combiner) were fused into the member; they
+    // belong to its kernel.
+    for (OpId id = 0; id < p_.op_count(); ++id) {
+      OpCost& cost = costs_.ops[id];
+      while (cost.role == CostRole::kFused && costs_.ops[cost.fused_into].role == CostRole::kFused) {
+        cost.fused_into = costs_.ops[cost.fused_into].fused_into;
       }
     }
   }
@@ -626,7 +635,11 @@ class ProgramCoster {
         const std::uint32_t r = region_of(v);
         const OpKind producer = v.is_op_result() ? p_.op(v.op()).kind : OpKind::kConstant;
         if (r != kNoRegion && (producer == OpKind::kReduce || producer == OpKind::kReduceWindow)) {
-          after_reduction.push_back(r);
+          if (row_epilogue(v.op(), id)) {
+            row_result_[v.op()] = true;
+          } else {
+            after_reduction.push_back(r);
+          }
         }
       }
       const auto allowed = [&](std::uint32_t r) {
@@ -698,6 +711,7 @@ class ProgramCoster {
     double flops = 0.0;
     std::uint64_t elements = 0;
     bool reduction = false;
+    bool row_kernel = false;  // a member uses a reduction's result inside the kernel (row_epilogue)
     KernelMath math;
     bool computes = false;
     bool duplicated = false;
@@ -742,6 +756,7 @@ class ProgramCoster {
       for (std::size_t i = 0; i < operands.size(); ++i) {
         const workload::ValueRef v = operands[i];
         if (v.is_op_result() && inside(v.op())) {
+          row_kernel = row_kernel || p_.op(v.op()).kind == OpKind::kReduce;
           continue;
         }
         std::uint64_t bytes = counter_.read_bytes(v, reader_kind(member), flags);
@@ -779,7 +794,8 @@ class ProgramCoster {
     signature.conv = ConvShape{};
     signature.row_length = 0;
     signature.elements = elements;
-    signature.op_class = reduction               ? OpClass::kReduction
+    signature.op_class = row_kernel              ? OpClass::kNormalisation
+                         : reduction             ? OpClass::kReduction
                          : math.transcendental() ? OpClass::kTranscendental
                          : computes              ? OpClass::kElementwise
                                                  : OpClass::kDataMovement;
@@ -832,6 +848,46 @@ class ProgramCoster {
     cheap = cheap && recompute_reads(id) <= result_bytes;
     duplicable_[id] = cheap ? 1 : 2;
     return cheap;
+  }
+
+  // Row-reduction kernels (GPU presets): XLA's GPU backend runs a softmax or an RMS norm -- a
+  // reduction over a tensor's innermost dimension(s) whose per-row result the row's own elements
+  // then use -- as one kernel that holds each row on chip, where other reductions end their
+  // kernel. Op `user` may join the kernel of reduce `reduce` when the reduce takes one operand over
+  // its trailing dimensions, a row of at most kMaxFusedRow elements, and `user`'s result has one
+  // element per row or per element of the reduced operand. The kernel writes the reduction's
+  // per-row result (row_result_): small, and what a later kernel needs to recompute the row's
+  // values instead of reading them (a softmax's backward pass, its probabilities).
+  static constexpr std::uint64_t kMaxFusedRow = 16384;
+  bool row_epilogue(OpId reduce, OpId user) const {
+    const Op& r = p_.op(reduce);
+    if (!cheap_special_functions_ || r.kind != OpKind::kReduce || !p_.has_payload(r) ||
+        p_.operands(r).size() != 2) {
+      return false;
+    }
+    const workload::TypeId input = p_.value_type(p_.operands(r)[0]);
+    if (!p_.types().is_tensor(input) || !p_.types().is_static(input)) {
+      return false;
+    }
+    const auto dims = p_.types().dimensions(input);
+    const auto listed = p_.ints(p_.reduce(r).dimensions);
+    std::vector<std::int64_t> reduced(listed.begin(), listed.end());
+    std::sort(reduced.begin(), reduced.end());
+    std::uint64_t row = 1;
+    for (std::size_t i = 0; i < reduced.size(); ++i) {
+      const auto expected = static_cast<std::int64_t>(dims.size() - reduced.size() + i);
+      if (reduced[i] != expected || dims[static_cast<std::size_t>(expected)] <= 0) {
+        return false;
+      }
+      row *= static_cast<std::uint64_t>(dims[static_cast<std::size_t>(expected)]);
+    }
+    const auto full = p_.types().element_count(input);
+    const auto results = p_.result_types(p_.op(user));
+    if (reduced.empty() || row > kMaxFusedRow || !full || results.size() != 1) {
+      return false;
+    }
+    const auto elements = p_.types().element_count(results[0]);
+    return elements && (*elements == *full || *elements * row == *full);
   }
 
   // On GPUs XLA counts f32 and f16 exponentials, square roots and reciprocal square roots as cheap
@@ -894,8 +950,12 @@ class ProgramCoster {
     return bytes;
   }
 
-  // Whether a value of kernel `root` is used outside it (directly or through renames).
+  // Whether a value of kernel `root` is used outside it (directly or through renames), or is a row
+  // kernel's per-row reduction result (row_epilogue), which the kernel always writes.
   bool escapes(workload::ValueRef value, OpId root) {
+    if (!row_result_.empty() && value.is_op_result() && row_result_[value.op()]) {
+      return true;
+    }
     if (users_.empty()) {
       users_.resize(p_.op_count());
       for (OpId id = 0; id < p_.op_count(); ++id) {
@@ -1035,7 +1095,8 @@ class ProgramCoster {
   ComputeModel& model_;
   const CostOptions& options_;
   OpCounter counter_;
-  bool cheap_special_functions_;  // f32/f16 exp, sqrt, rsqrt recomputed like elementwise ops (GPUs)
+  bool cheap_special_functions_;  // GPU presets: f32/f16 exp, sqrt, rsqrt cheap; row-reduction kernels
+  std::vector<bool> row_result_;  // reduce ops whose result a row kernel uses in place (row_epilogue)
   ProgramCosts costs_;
   std::vector<CostRole> roles_;                   // the counting layer's role of each op
   std::vector<std::vector<OpId>> members_;        // ops fused into each kernel, by kernel op

@@ -284,7 +284,9 @@ func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf32>)
 TEST(ProgramCosts, RegionFusionMakesOneKernelPerConnectedFusibleRegion) {
   const auto p = parse(kRegions);
   ASSERT_NE(p, nullptr);
-  ComputeModel model = microsecond_model();
+  // A TPU-like preset: a reduction ends its kernel (on a GPU preset the row sum's negate joins it,
+  // GpusFuseARowReductionWithItsUsers).
+  ComputeModel model(std::make_unique<MicrosecondEstimator>(), load_hardware("TPUv4"), true);
   // Unfused: two dots, broadcast, add, exponential, multiply, reduce and negate (reshapes are free).
   const ProgramCosts separate = cost_program(*p, model, {});
   EXPECT_EQ(separate.estimates, 8U);
@@ -320,6 +322,42 @@ TEST(ProgramCosts, RegionFusionMakesOneKernelPerConnectedFusibleRegion) {
   EXPECT_EQ(fused[reduce].bytes_written.count, 512U + 32U);
   EXPECT_EQ(fused[reduce].op_class, OpClass::kReduction);
   EXPECT_EQ(fused[reduce].note, "1 us for fusion");
+}
+
+// On a GPU preset a row reduction's result may be used in place by the row (XLA's normalisation
+// kernels): the negate of kRegions' row sum joins the sum's kernel, which then runs at the negate,
+// writes the sum (a row kernel keeps its per-row results) and the negate, and is a normalisation.
+TEST(ProgramCosts, GpusFuseARowReductionWithItsUsers) {
+  const auto p = parse(kRegions);
+  ASSERT_NE(p, nullptr);
+  ComputeModel model = microsecond_model();
+  CostOptions regions;
+  regions.fusion = config::FusionMode::kRegions;
+  const ProgramCosts fused = cost_program(*p, model, regions);
+  EXPECT_EQ(fused.estimates, 3U);  // two dots and one kernel
+  const OpId negate = first(*p, OpKind::kNegate);
+  for (const OpKind kind :
+       {OpKind::kBroadcastInDim, OpKind::kAdd, OpKind::kExponential, OpKind::kMultiply, OpKind::kReduce}) {
+    EXPECT_EQ(fused[first(*p, kind)].fused_into, negate) << workload::op_kind_name(kind);
+  }
+  EXPECT_EQ(fused[negate].role, CostRole::kCompute);
+  EXPECT_EQ(fused[negate].bytes_read.count, 512U + 64U + 4U);
+  EXPECT_EQ(fused[negate].bytes_written.count, 512U + 32U + 32U);
+  EXPECT_EQ(fused[negate].op_class, OpClass::kNormalisation);
+  // A column reduction (over the first dimension) still ends its kernel.
+  const auto column = parse(R"(
+func.func @main(%x: tensor<8x16xf32>) -> tensor<16xf32> {
+  %e = stablehlo.exponential %x : tensor<8x16xf32>
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<8x16xf32>, tensor<f32>) -> tensor<16xf32>
+  %n = stablehlo.negate %s : tensor<16xf32>
+  return %n : tensor<16xf32>
+}
+)");
+  ASSERT_NE(column, nullptr);
+  const ProgramCosts by_column = cost_program(*column, model, regions);
+  EXPECT_EQ(by_column[first(*column, OpKind::kNegate)].role, CostRole::kCompute);
+  EXPECT_EQ(by_column[first(*column, OpKind::kExponential)].fused_into, first(*column, OpKind::kReduce));
 }
 
 // A region stops growing once an op outside it uses one of its values: the add below cannot join
