@@ -65,7 +65,7 @@ class ProgramCoster {
         model_(model),
         options_(options),
         counter_(program, options.counting),
-        cheap_special_functions_(!model.hardware().systolic.has_value()) {}
+        gpu_rules_(!model.hardware().systolic.has_value()) {}
 
   ProgramCosts run() {
     const CacheStats before = model_.cache_stats();
@@ -861,8 +861,7 @@ class ProgramCoster {
   static constexpr std::uint64_t kMaxFusedRow = 16384;
   bool row_epilogue(OpId reduce, OpId user) const {
     const Op& r = p_.op(reduce);
-    if (!cheap_special_functions_ || r.kind != OpKind::kReduce || !p_.has_payload(r) ||
-        p_.operands(r).size() != 2) {
+    if (!gpu_rules_ || r.kind != OpKind::kReduce || !p_.has_payload(r) || p_.operands(r).size() != 2) {
       return false;
     }
     const workload::TypeId input = p_.value_type(p_.operands(r)[0]);
@@ -895,7 +894,7 @@ class ProgramCoster {
   // pass of a softmax recomputes its probabilities from the scores. TPU-like presets (a systolic
   // section) keep them expensive, as XLA's default rule does.
   bool cheap_special_function(const Op& op) const {
-    if (!cheap_special_functions_ ||
+    if (!gpu_rules_ ||
         (op.kind != OpKind::kExponential && op.kind != OpKind::kSqrt && op.kind != OpKind::kRsqrt)) {
       return false;
     }
@@ -1095,7 +1094,7 @@ class ProgramCoster {
   ComputeModel& model_;
   const CostOptions& options_;
   OpCounter counter_;
-  bool cheap_special_functions_;  // GPU presets: f32/f16 exp, sqrt, rsqrt cheap; row-reduction kernels
+  bool gpu_rules_;                // a GPU preset (no systolic section): cheap special functions, row kernels
   std::vector<bool> row_result_;  // reduce ops whose result a row kernel uses in place (row_epilogue)
   ProgramCosts costs_;
   std::vector<CostRole> roles_;                   // the counting layer's role of each op
