@@ -155,8 +155,8 @@ def published_throughput_section(args, work):
           "a non-blocking two-tier fat-tree per rail, 400 Gb/s per GPU as there); the published run's "
           "pipeline puts one layer fewer on the first and last stages, where the generator splits the layers "
           "evenly; its own count of model FLOPs is not published in detail; and the H100 preset's "
-          "efficiencies are datasheet-side fractions (configs/hardware/H100.yaml), not fitted on H100 kernel "
-          "times (none are in ../shared/data). A 'no' under 'fits' means the estimated peak memory of some "
+          "efficiencies are fitted on H100 kernel microbenchmarks measured for this project "
+          "(configs/hardware/H100.yaml, validation/gpu/data/h100), never on step times. A 'no' under 'fits' means the estimated peak memory of some "
           "stage exceeds 80 GB (without recomputation every stage keeps its in-flight microbatches' "
           "activations); the published run fitted, so its memory options differ from these in ways the "
           "table does not give.\n")

@@ -131,7 +131,7 @@ def ms(seconds):
 
 
 def environment(path):
-    env = open(path).read()
+    env = open(path).read() if os.path.exists(path) else ""
     gpu = re.search(r"^(NVIDIA [^,]+), ([0-9.]+), ", env, re.M)
     versions = re.search(r"^jax (\S+) jaxlib (\S+) optax (\S+) torch (\S+) cuda (\S+) cudnn (\S+)", env, re.M)
     return {"gpu": gpu.group(1) if gpu else "?", "driver": gpu.group(2) if gpu else "?",
@@ -201,6 +201,9 @@ def step_table(data, folder, hardware, second_run, configs, rows):
                 repeats.append(abs(again["median_s"] / meta["median_s"] - 1))
         print(f"| {name} | {meta['parameters'] / 1e6:.1f} M | {ms(meta['median_s'])} "
               f"[{ms(meta['p10_s'])}, {ms(meta['p90_s'])}] | {second} | " + " | ".join(cells) + " |")
+    if not errors:
+        print(f"\nNo measured program on the {hardware}.\n")
+        return
     within = sum(e <= 0.15 for e in errors)
     print(f"\nFrozen configuration ({FROZEN}) on the {hardware}: {within} of {len(errors)} programs within 15%; "
           f"median absolute error {sorted(errors)[len(errors) // 2] * 100:.1f}%, "
@@ -242,6 +245,8 @@ def fusion_rows(args, data, work, hardware, folder, table):
         return []
     rows = []
     for r in csv.DictReader(open(path)):
+        if not r.get("kernel_us") or not r.get("launches"):
+            continue  # the case's trace failed on the GPU machine: no kernel time
         name = f"{r['pattern']}.{r['shape']}"
         program = os.path.join(work, name + ".mlir")
         if not os.path.exists(program):
@@ -261,6 +266,8 @@ def fusion_table(hardware, rows, bandwidth):
         values = sorted(values)
         return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
 
+    if not rows:
+        return
     print(f"### {hardware}\n")
     print("| pattern | cases | measured (µs) | achieved bandwidth | XLA kernels | Orrery kernels | Orrery / XLA bytes | "
           "Orrery's time error: median [min, max] |")
@@ -278,9 +285,9 @@ def fusion_table(hardware, rows, bandwidth):
               f"{median([r['xla_kernels'] for r in mine]):g} | {median([r['orrery_kernels'] for r in mine]):g} | "
               f"{median([r['orrery_bytes'] / r['xla_bytes'] for r in mine]):.2f} | "
               f"{median(err) * 100:+.0f}% [{min(err) * 100:+.0f}%, {max(err) * 100:+.0f}%] |")
-    big = [abs(e) for r, e in zip(rows, [r["orrery_s"] / r["measured_s"] - 1 for r in rows]) if r["measured_s"] >= 20e-6]
-    print(f"\nAll {len(rows)} cases: median absolute error {median([abs(e) for e in errors]) * 100:.0f}%; the "
-          f"{len(big)} that run 20 µs or longer: {median(big) * 100:.0f}%.\n")
+    big = [abs(r["orrery_s"] / r["measured_s"] - 1) for r in rows if r["measured_s"] >= 20e-6]
+    print(f"\nAll {len(rows)} cases: median absolute error {median([abs(e) for e in errors]) * 100:.0f}%"
+          + (f"; the {len(big)} that run 20 µs or longer: {median(big) * 100:.0f}%" if big else "") + ".\n")
 
 
 def main():
@@ -355,12 +362,13 @@ def main():
             cells = [name, f"{ours / 1e9:.1f}"]
             for hardware, folder, _ in GPUS:
                 row = next((r for r in results[hardware][1] if r[0] == name), None)
-                xla = xla_kernel_bytes(os.path.join(data, folder, "programs", name + ".hlo.txt.xz"))
-                if row is None or xla is None:
+                hlo = os.path.join(data, folder, "programs", name + ".hlo.txt.xz")
+                xla = xla_kernel_bytes(hlo) if row is not None and os.path.exists(hlo) else None
+                cls = row[3]["classes"] if row is not None else {}
+                seconds = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
+                if xla is None or seconds <= 0:
                     cells += ["—", "—", "—"]
                     continue
-                cls = row[3]["classes"]
-                seconds = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
                 achieved = xla["other"] / seconds
                 cells += [f"{xla['other'] / 1e9:.1f}", f"{ours / xla['other']:.2f}",
                           f"{achieved / 1e12:.2f} ({achieved / bandwidth[hardware] * 100:.0f}%)"]

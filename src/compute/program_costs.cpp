@@ -441,7 +441,7 @@ class ProgramCoster {
   void find_regions() {
     region_.assign(p_.op_count(), kNoRegion);
     is_member_.assign(p_.op_count(), false);
-    row_result_.assign(p_.op_count(), false);
+    row_result_.assign(p_.op_count(), 0);
     // Uses of each op's values by ops of other blocks (nested regions): attributed to the user's
     // ancestor in the producer's block.
     std::vector<std::vector<OpId>> nested_users(p_.op_count());
@@ -635,8 +635,8 @@ class ProgramCoster {
         const std::uint32_t r = region_of(v);
         const OpKind producer = v.is_op_result() ? p_.op(v.op()).kind : OpKind::kConstant;
         if (r != kNoRegion && (producer == OpKind::kReduce || producer == OpKind::kReduceWindow)) {
-          if (row_epilogue(v.op(), id)) {
-            row_result_[v.op()] = true;
+          if (const std::uint64_t row = row_epilogue(v.op(), id); row != 0) {
+            row_result_[v.op()] = row;
           } else {
             after_reduction.push_back(r);
           }
@@ -711,7 +711,7 @@ class ProgramCoster {
     double flops = 0.0;
     std::uint64_t elements = 0;
     bool reduction = false;
-    bool row_kernel = false;  // a member uses a reduction's result inside the kernel (row_epilogue)
+    std::uint64_t row = 0;  // a member uses a row reduction's result inside the kernel: its row
     KernelMath math;
     bool computes = false;
     bool duplicated = false;
@@ -728,6 +728,9 @@ class ProgramCoster {
           count(v.op(), dup_count_);
           flags |= dup_count_.flags;
           flops += dup_count_.signature.flops.value;
+          math.add(dup_count_.signature);  // a recomputed exponential makes the kernel transcendental
+          computes = computes || dup_count_.signature.op_class == OpClass::kElementwise ||
+                     dup_count_.signature.op_class == OpClass::kTranscendental;
           const OpKind producer = p_.op(v.op()).kind;
           for (const workload::ValueRef input : p_.operands(p_.op(v.op()))) {
             read_value(input, counter_.read_bytes(input, producer, flags), true);
@@ -756,7 +759,7 @@ class ProgramCoster {
       for (std::size_t i = 0; i < operands.size(); ++i) {
         const workload::ValueRef v = operands[i];
         if (v.is_op_result() && inside(v.op())) {
-          row_kernel = row_kernel || p_.op(v.op()).kind == OpKind::kReduce;
+          row = std::max(row, row_result_.empty() ? 0 : row_result_[v.op()]);
           continue;
         }
         std::uint64_t bytes = counter_.read_bytes(v, reader_kind(member), flags);
@@ -792,9 +795,9 @@ class ProgramCoster {
     signature.kind.assign("fusion");
     signature.gemm = GemmShape{};
     signature.conv = ConvShape{};
-    signature.row_length = 0;
+    signature.row_length = row;  // a normalisation's rows; 0 else
     signature.elements = elements;
-    signature.op_class = row_kernel              ? OpClass::kNormalisation
+    signature.op_class = row != 0                ? OpClass::kNormalisation
                          : reduction             ? OpClass::kReduction
                          : math.transcendental() ? OpClass::kTranscendental
                          : computes              ? OpClass::kElementwise
@@ -802,7 +805,8 @@ class ProgramCoster {
   }
 
   // Producer duplication (XLA fuses a cheap producer into each consumer rather than materialise
-  // it): a fused op without transcendental math -- elementwise, convert, broadcast, iota -- whose
+  // it): a fused op without transcendental math (on GPU presets f32/f16 exp, sqrt and rsqrt count as
+  // cheap: cheap_special_function) -- elementwise, convert, broadcast, iota -- whose
   // operands are materialised (from outside its kernel) or duplicable too, and whose recomputation
   // reads no more bytes than its result (the materialised values that it and its duplicable
   // producers read, in its own kernel or others), so recomputing it never moves more data than
@@ -858,35 +862,44 @@ class ProgramCoster {
   // element per row or per element of the reduced operand. The kernel writes the reduction's
   // per-row result (row_result_): small, and what a later kernel needs to recompute the row's
   // values instead of reading them (a softmax's backward pass, its probabilities).
+  // Returns the row length (elements), or 0 when `user` may not join. (Element counts only: a
+  // result with one element per row joins whatever its layout.)
   static constexpr std::uint64_t kMaxFusedRow = 16384;
-  bool row_epilogue(OpId reduce, OpId user) const {
+  std::uint64_t row_epilogue(OpId reduce, OpId user) const {
     const Op& r = p_.op(reduce);
     if (!gpu_rules_ || r.kind != OpKind::kReduce || !p_.has_payload(r) || p_.operands(r).size() != 2) {
-      return false;
+      return 0;
     }
     const workload::TypeId input = p_.value_type(p_.operands(r)[0]);
     if (!p_.types().is_tensor(input) || !p_.types().is_static(input)) {
-      return false;
+      return 0;
     }
     const auto dims = p_.types().dimensions(input);
     const auto listed = p_.ints(p_.reduce(r).dimensions);
     std::vector<std::int64_t> reduced(listed.begin(), listed.end());
     std::sort(reduced.begin(), reduced.end());
+    if (reduced.empty() || reduced.size() > dims.size()) {
+      return 0;  // (a malformed list is the frontend's to report; it never joins)
+    }
     std::uint64_t row = 1;
+    const std::size_t first = dims.size() - reduced.size();  // the trailing dimensions
     for (std::size_t i = 0; i < reduced.size(); ++i) {
-      const auto expected = static_cast<std::int64_t>(dims.size() - reduced.size() + i);
-      if (reduced[i] != expected || dims[static_cast<std::size_t>(expected)] <= 0) {
-        return false;
+      if (reduced[i] != static_cast<std::int64_t>(first + i) || dims[first + i] <= 0) {
+        return 0;
       }
-      row *= static_cast<std::uint64_t>(dims[static_cast<std::size_t>(expected)]);
+      row *= static_cast<std::uint64_t>(dims[first + i]);
+      if (row > kMaxFusedRow) {
+        return 0;
+      }
     }
     const auto full = p_.types().element_count(input);
     const auto results = p_.result_types(p_.op(user));
-    if (reduced.empty() || row > kMaxFusedRow || !full || results.size() != 1) {
-      return false;
+    if (!full || results.size() != 1) {
+      return 0;
     }
     const auto elements = p_.types().element_count(results[0]);
-    return elements && (*elements == *full || *elements * row == *full);
+    const bool fits = elements && (*elements == *full || (*full % row == 0 && *elements == *full / row));
+    return fits ? row : 0;
   }
 
   // On GPUs XLA counts f32 and f16 exponentials, square roots and reciprocal square roots as cheap
@@ -952,7 +965,7 @@ class ProgramCoster {
   // Whether a value of kernel `root` is used outside it (directly or through renames), or is a row
   // kernel's per-row reduction result (row_epilogue), which the kernel always writes.
   bool escapes(workload::ValueRef value, OpId root) {
-    if (!row_result_.empty() && value.is_op_result() && row_result_[value.op()]) {
+    if (!row_result_.empty() && value.is_op_result() && row_result_[value.op()] != 0) {
       return true;
     }
     if (users_.empty()) {
@@ -1095,7 +1108,7 @@ class ProgramCoster {
   const CostOptions& options_;
   OpCounter counter_;
   bool gpu_rules_;                // a GPU preset (no systolic section): cheap special functions, row kernels
-  std::vector<bool> row_result_;  // reduce ops whose result a row kernel uses in place (row_epilogue)
+  std::vector<std::uint64_t> row_result_;  // per reduce op: the row a row kernel uses in place, or 0
   ProgramCosts costs_;
   std::vector<CostRole> roles_;                   // the counting layer's role of each op
   std::vector<std::vector<OpId>> members_;        // ops fused into each kernel, by kernel op

@@ -79,9 +79,24 @@ TEST(Presets, CopiedFitValuesMatchTheA100Fit) {
     same(name, all);
   }
   // H100 and H200 carry their own fits (validation/gpu kernels; tests/integration/compute_tool.sh).
-  for (const std::string name : {"GH200"}) {
-    same(name, {OpClass::kTranscendental, OpClass::kGatherScatter, OpClass::kOther});
+}
+
+TEST(Presets, GH200CarriesTheH100Fit) {
+  // The GH200's GPU is the H100's: its preset copies the H100 fit, class by class.
+  const Hardware h100 = load_hardware("H100");
+  const Hardware gh200 = load_hardware("GH200");
+  EXPECT_EQ(gh200.roofline.launch_overhead, h100.roofline.launch_overhead);
+  for (const OpClass op_class : {OpClass::kGemm, OpClass::kConvolution, OpClass::kElementwise,
+                                 OpClass::kTranscendental, OpClass::kReduction, OpClass::kNormalisation,
+                                 OpClass::kDataMovement, OpClass::kGatherScatter, OpClass::kOther}) {
+    EXPECT_DOUBLE_EQ(gh200.roofline.efficiency_for(op_class).memory,
+                     h100.roofline.efficiency_for(op_class).memory)
+        << compute::name(op_class);
+    EXPECT_DOUBLE_EQ(gh200.roofline.efficiency_for(op_class).compute,
+                     h100.roofline.efficiency_for(op_class).compute)
+        << compute::name(op_class);
   }
+  EXPECT_NE(gh200.roofline.memory_bandwidth.value, h100.roofline.memory_bandwidth.value);  // its own HBM
 }
 
 TEST(Presets, ErrorsNameFileLineAndKey) {

@@ -358,6 +358,27 @@ func.func @main(%x: tensor<8x16xf32>) -> tensor<16xf32> {
   const ProgramCosts by_column = cost_program(*column, model, regions);
   EXPECT_EQ(by_column[first(*column, OpKind::kNegate)].role, CostRole::kCompute);
   EXPECT_EQ(by_column[first(*column, OpKind::kExponential)].fused_into, first(*column, OpKind::kReduce));
+  // A reduce written with its combiner as a body (the generic form): the body's op belongs to the
+  // row kernel too, not to the reduce that is now one of its members.
+  const auto generic = parse(R"(
+func.func @main(%x: tensor<8x16xf32>) -> tensor<8xf32> {
+  %e = stablehlo.exponential %x : tensor<8x16xf32>
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%e init: %cst) across dimensions = [1] : (tensor<8x16xf32>, tensor<f32>) -> tensor<8xf32>
+   reducer(%a: tensor<f32>, %b: tensor<f32>)  {
+    %m = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %m : tensor<f32>
+  }
+  %n = stablehlo.negate %s : tensor<8xf32>
+  return %n : tensor<8xf32>
+}
+)");
+  ASSERT_NE(generic, nullptr);
+  const ProgramCosts with_body = cost_program(*generic, model, regions);
+  const OpId kernel = first(*generic, OpKind::kNegate);
+  EXPECT_EQ(with_body[first(*generic, OpKind::kReduce)].fused_into, kernel);
+  EXPECT_EQ(with_body[first(*generic, OpKind::kAdd)].role, CostRole::kFused);
+  EXPECT_EQ(with_body[first(*generic, OpKind::kAdd)].fused_into, kernel);
 }
 
 // A region stops growing once an op outside it uses one of its values: the add below cannot join
@@ -635,19 +656,20 @@ TEST(ProgramCosts, GpusRecomputeExponentialsTpusKeepThem) {
   ComputeModel tpu(std::make_unique<MicrosecondEstimator>(), load_hardware("TPUv4"), true);
   const ProgramCosts on_tpu = cost_with_regions(*p, tpu);
   EXPECT_EQ(on_tpu[backward].bytes_read.count, 16384U + 16384U);
-  // The first kernel writes p (16 KiB, read by the dot on both) and, on the TPU only, nothing more
-  // (the max is recomputed from the reduction by the exponential's kernel on both).
-  std::uint64_t gpu_written = 0;
-  std::uint64_t tpu_written = 0;
-  for (OpId id = 0; id < p->op_count(); ++id) {
-    if (on_gpu[id].role == CostRole::kCompute) {
-      gpu_written += on_gpu[id].bytes_written.count;
-    }
-    if (on_tpu[id].role == CostRole::kCompute) {
-      tpu_written += on_tpu[id].bytes_written.count;
-    }
-  }
-  EXPECT_EQ(gpu_written, tpu_written);
+  // Forward, on the GPU one row kernel (the max reduction and everything after it) writes p
+  // (16 KiB, the first dot's operand) and the row maxima (256 B, which the backward kernel reads to
+  // recompute p); on the TPU the reduction's kernel writes the maxima and the exponential's kernel
+  // writes p.
+  const OpId reduce = first(*p, OpKind::kReduce);
+  const OpId exponential = first(*p, OpKind::kExponential);
+  EXPECT_EQ(on_gpu[exponential].role, CostRole::kCompute);  // the row kernel runs at its last member
+  EXPECT_EQ(on_gpu[reduce].fused_into, exponential);
+  EXPECT_EQ(on_gpu[exponential].bytes_written.count, 16384U + 256U);
+  EXPECT_EQ(on_gpu[exponential].op_class, OpClass::kNormalisation);
+  EXPECT_EQ(on_tpu[reduce].role, CostRole::kCompute);
+  EXPECT_EQ(on_tpu[reduce].bytes_written.count, 256U);
+  EXPECT_EQ(on_tpu[exponential].role, CostRole::kCompute);
+  EXPECT_EQ(on_tpu[exponential].bytes_written.count, 16384U);
 }
 
 // Constants as kernel inputs: a splat (one value repeated, as generated programs and some exports

@@ -26,10 +26,12 @@ def shape_bytes(text):
 
 def entry_kernels(hlo):
     """[(name, opcode, bytes read, bytes written, attributes)] of the entry computation's kernels;
-    None when the entry holds a loop (its body's kernels run a trip count of times, which this list
+    None without an entry computation, or when the entry holds a loop (its body's kernels run a trip count of times, which this list
     does not follow)."""
     lines = hlo.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("ENTRY "))
+    start = next((i for i, line in enumerate(lines) if line.startswith("ENTRY ")), None)
+    if start is None:
+        return None
     shapes = {}
     kernels = []
     for line in lines[start + 1:]:
