@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <span>
 #include <string>
@@ -528,6 +529,21 @@ Status Lowering::lower_convolution(OpId id, const Op& op) {
 Status Lowering::lower_reduce(OpId id, const Op& op) {
   Ints dimensions;
   ORRERY_TRY(read_ints(op, "dimensions", dimensions));
+  // The reduced dimensions index the (first) input: each in range, none twice.
+  if (const auto operands = program_.operands(op);
+      !operands.empty() && program_.types().is_tensor(program_.value_type(operands[0]))) {
+    const std::size_t rank = rank_of_operand(op, 0);
+    for (std::size_t i = 0; i < dimensions.size(); ++i) {
+      if (dimensions[i] < 0 || static_cast<std::size_t>(dimensions[i]) >= rank) {
+        return fail("reduce dimension " + std::to_string(dimensions[i]) +
+                    " is out of range for an input of rank " + std::to_string(rank));
+      }
+      if (std::find(dimensions.begin(), dimensions.begin() + static_cast<std::ptrdiff_t>(i), dimensions[i]) !=
+          dimensions.begin() + static_cast<std::ptrdiff_t>(i)) {
+        return fail("reduce dimension " + std::to_string(dimensions[i]) + " is listed twice");
+      }
+    }
+  }
   OpKind body = body_kind(op, 0);
   if (const Attribute* applies = find(op, "applies")) {
     const auto kind = workload::op_kind_from_name(program_.attribute_text(*applies));
