@@ -212,19 +212,22 @@ def step_table(data, folder, hardware, second_run, configs, rows):
           "of that size are within the measurement's own reproducibility.\n")
 
 
-def time_table(hardware, rows):
+def time_table(data, folder, hardware, rows):
     print(f"### Where the time goes on the {hardware}\n")
-    print("| program | measured kernels | Orrery kernels | measured GEMM + conv (ms) | Orrery GEMM + conv | "
-          "measured other (ms) | Orrery other | measured busy + gaps (ms) | Orrery total |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| program | measured kernels | XLA's HLO kernels | Orrery kernels | measured GEMM + conv (ms) | "
+          "Orrery GEMM + conv | measured other (ms) | Orrery other | measured busy + gaps (ms) | Orrery total |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, meta, _, trace, classes in rows:
+        hlo = os.path.join(data, folder, "programs", name + ".hlo.txt.xz")
+        xla = xla_kernel_bytes(hlo) if os.path.exists(hlo) else None
         cls = trace["classes"]
         m_matrix = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("gemm", "convolution"))
         m_other = sum(cls.get(k, {}).get("seconds", 0.0) for k in ("fusion", "copy"))
         o_classes = classes["classes"]
         o_matrix = sum(o_classes.get(k, {}).get("estimated_s", 0.0) for k in ("gemm", "convolution"))
         o_total = classes["estimated_compute_s"]
-        print(f"| {name} | {trace['kernels_per_step']:.0f} | {classes['executions']['compute']} | {ms(m_matrix)} | "
+        print(f"| {name} | {trace['kernels_per_step']:.0f} | {xla['kernels'] if xla else '—'} | {classes['kernels']} | "
+              f"{ms(m_matrix)} | "
               f"{ms(o_matrix)} ({pct(o_matrix, m_matrix)}) | {ms(m_other)} | {ms(o_total - o_matrix)} "
               f"({pct(o_total - o_matrix, m_other)}) | {ms(trace['busy_s_per_step'])} + "
               f"{ms(trace['span_s_per_step'] - trace['busy_s_per_step'])} | {ms(o_total)} |")
@@ -257,7 +260,7 @@ def fusion_rows(args, data, work, hardware, folder, table):
         rows.append({"pattern": r["pattern"], "measured_s": float(r["kernel_us"]) * 1e-6,
                      "xla_bytes": int(r["bytes_read"]) + int(r["bytes_written"]), "xla_kernels": float(r["launches"]),
                      "orrery_s": ours["estimated_compute_s"], "orrery_bytes": ours["bytes"],
-                     "orrery_kernels": ours["executions"]["compute"]})
+                     "orrery_kernels": ours["kernels"]})
     return rows
 
 
@@ -288,6 +291,38 @@ def fusion_table(hardware, rows, bandwidth):
     big = [abs(r["orrery_s"] / r["measured_s"] - 1) for r in rows if r["measured_s"] >= 20e-6]
     print(f"\nAll {len(rows)} cases: median absolute error {median([abs(e) for e in errors]) * 100:.0f}%"
           + (f"; the {len(big)} that run 20 µs or longer: {median(big) * 100:.0f}%" if big else "") + ".\n")
+
+
+def reduction_table(args, data, work):
+    """XLA's tree reductions (validation/gpu/data/reductions, compiled on an H100) against Orrery's."""
+    import csv
+    base = os.path.join(data, "reductions")
+    path = os.path.join(base, "reductions.csv")
+    if not os.path.exists(path):
+        return
+    print("## Reductions XLA splits\n")
+    print("Single reductions jitted alone and compiled by XLA for the H100 (validation/gpu/reductions.py; "
+          "nothing timed): how many kernels XLA's compiled module launches and the result of its first "
+          "reduction kernel — the partial results where XLA's TreeReductionRewriter split a reduction it cannot "
+          "run race-free — against Orrery's kernels for the same export (`orrery inspect --cost --hardware H100`: "
+          "the kernels it launches and the bytes they write, which hold the partial results; docs/compute.md, "
+          "\"Fusion\").\n")
+    print("| case | shape | reduced axes | op | XLA kernels | XLA's first kernel writes | Orrery kernels | "
+          "bytes written, Orrery / XLA |")
+    print("|---|---|---|---|---|---|---|---|")
+    same = 0
+    rows = list(csv.DictReader(open(path)))
+    for r in rows:
+        program = os.path.join(work, "reduction." + r["case"] + ".mlir")
+        with lzma.open(os.path.join(base, "stablehlo", r["case"] + ".stablehlo.mlir.xz"), "rt") as src, \
+                open(program, "w") as dst:
+            dst.write(src.read())
+        ours = inspect_classes(args.orrery, program, "H100", None)
+        ratio = ours["bytes_written"] / int(r["bytes_written"])
+        same += ours["kernels"] == int(r["kernels"]) and ours["bytes_written"] == int(r["bytes_written"])
+        print(f"| {r['case']} | {r['shape'].replace('x', ' x ')} {r['dtype']} | {r['axes']} | {r['op']} | "
+              f"{r['kernels']} | {r['first_stage']} | {ours['kernels']} | {ratio:.3f} |")
+    print(f"\n{same} of {len(rows)} cases: Orrery launches XLA's kernels and writes XLA's bytes exactly.\n")
 
 
 def main():
@@ -338,9 +373,13 @@ def main():
               "convolutions XLA hands to cuBLAS) and everything else (XLA's fused kernels, copies). *busy* is the "
               "sum of kernel times, *gaps* the step's span minus that. Predicted: `orrery inspect --cost` with the "
               "frozen configuration's estimators (GEMM and convolution kernels against the rest; Orrery's kernel "
-              "times include the fitted launch overhead, so its gaps are inside the kernels).\n")
-        for hardware, _, _ in GPUS:
-            time_table(hardware, results[hardware][1])
+              "times include the fitted launch overhead, so its gaps are inside the kernels). Kernels: those the "
+              "profiler saw per step (with the libraries' own helper kernels, memsets and copies), those of XLA's "
+              "compiled program (the entry computation's fusions, library calls and copies, as the bytes table "
+              "below counts them), and Orrery's (with the second stages of tree reductions; docs/compute.md, "
+              "\"Fusion\").\n")
+        for hardware, folder, _ in GPUS:
+            time_table(data, folder, hardware, results[hardware][1])
 
         print("### Bytes the non-matrix kernels move\n")
         print("Orrery's fused kernels other than GEMMs and convolutions (`orrery inspect --cost`: bytes read and "
@@ -391,6 +430,8 @@ def main():
             fusion_table(hardware, fusion_rows(args, data, work, hardware, hardware.lower(),
                                                os.path.join(args.root, f"configs/tables/{hardware}_kernels.csv")),
                          load_hardware_bandwidth(args.root, hardware))
+
+        reduction_table(args, data, work)
 
         print("## Memory\n")
         print("Orrery's per-device peak estimate (the live buffers of the kernels it runs, fused as in the frozen configuration, in program order) against "

@@ -91,6 +91,7 @@ nlohmann::json top_json(const ModuleCost& m, std::size_t top) {
                     {"class", std::string(compute::name(c.op_class))},
                     {"fused_ops", c.fused_ops},
                     {"executions", k.executions},
+                    {"launches", c.launches},
                     {"flops", c.flops.value},
                     {"bytes_read", c.bytes_read.count},
                     {"bytes_written", c.bytes_written.count},
@@ -124,7 +125,8 @@ void print_top(const ModuleCost& m, std::size_t top) {
 }
 
 nlohmann::json class_json(const compute::ClassTotals& c) {
-  return {{"kernels", c.executions},
+  return {{"kernels", c.launches},
+          {"entries", c.executions},
           {"flops", c.flops.value},
           {"bytes", (c.bytes_read + c.bytes_written).count},
           {"bytes_read", c.bytes_read.count},
@@ -153,7 +155,8 @@ nlohmann::json to_json(const ModuleCost& m) {
           {"bytes_written", t.bytes_written.count},
           {"estimated_compute_s", t.time.seconds()},
           {"saturated", t.bytes().is_max() || t.time.is_max()},
-          {"kernels", t.role_executions[static_cast<std::size_t>(compute::CostRole::kCompute)]},
+          {"kernels", t.launches},
+          {"kernel_entries", t.role_executions[static_cast<std::size_t>(compute::CostRole::kCompute)]},
           {"classes", classes},
           {"estimators", t.estimators},
           {"executions", roles},
@@ -208,17 +211,24 @@ void print_text(const ModuleCost& m, std::size_t modules) {
     }
     std::printf("  %-16s %10llu %14.4g %14.4g %14.6g %6.1f%%\n",
                 std::string(compute::name(static_cast<OpClass>(i))).c_str(),
-                static_cast<unsigned long long>(c.executions), c.flops.value,
-                (c.bytes_read + c.bytes_written).as_double(), c.time.seconds(), 100.0 * c.time.seconds() / total);
+                static_cast<unsigned long long>(c.launches), c.flops.value,
+                (c.bytes_read + c.bytes_written).as_double(), c.time.seconds(),
+                100.0 * c.time.seconds() / total);
   }
   std::string estimators;
   for (const auto& [name, count] : t.estimators) {
     estimators += (estimators.empty() ? "" : ", ") + name + " (" + std::to_string(count) + " kernels)";
   }
   std::printf("  estimators: %s\n", estimators.empty() ? "none" : estimators.c_str());
-  std::printf("  executions: %llu kernels, %llu fused into another kernel, %llu free, %llu communication\n",
-              static_cast<unsigned long long>(t.role_executions[0]), static_cast<unsigned long long>(t.role_executions[3]),
-              static_cast<unsigned long long>(t.role_executions[1]), static_cast<unsigned long long>(t.role_executions[2]));
+  std::printf("  executions: %llu kernels%s, %llu fused into another kernel, %llu free, %llu communication\n",
+              static_cast<unsigned long long>(t.role_executions[0]),
+              t.launches == t.role_executions[0] ? ""
+                                                 : (" (" + std::to_string(t.launches) +
+                                                    " launched, with the second stages of tree reductions)")
+                                                       .c_str(),
+              static_cast<unsigned long long>(t.role_executions[3]),
+              static_cast<unsigned long long>(t.role_executions[1]),
+              static_cast<unsigned long long>(t.role_executions[2]));
   std::printf("  kernels in the program (each costed once): %llu; estimate cache: %llu lookups, %.1f%% hits\n",
               static_cast<unsigned long long>(m.costs.estimates), static_cast<unsigned long long>(m.costs.cache.lookups),
               100.0 * m.costs.cache.hit_rate());

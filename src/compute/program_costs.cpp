@@ -1,7 +1,10 @@
 #include "compute/program_costs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -902,6 +905,140 @@ class ProgramCoster {
     return fits ? row : 0;
   }
 
+  // Tree reductions (GPU presets, XLA's TreeReductionRewriter): XLA's GPU reduction kernels
+  // accumulate without atomics only up to a bound -- a row of at most kRaceFreeRow elements
+  // (kMaxFusedRow) with at most kRaceFreeBatch reduced major rows, a column of at most
+  // kRaceFreeColumn elements -- and splits a longer reduction into two: the first stage (the kernel
+  // Orrery costs, fused with its producers) reduces the reduced extent k to k1 partial results per
+  // output, a second kernel of its own reduces those. k = k1 x k2 with k2 near sqrt(k), chosen as
+  // XLA chooses it (least padding, a power of two on ties, the larger factor kept in the first
+  // stage). Returns the partial results per output (k1), or 0 when the reduction is race-free
+  // or not from or to contiguous dimensions (row-major layouts, dimensions of size 1 ignored).
+  static constexpr std::uint64_t kRaceFreeRow = kMaxFusedRow;
+  static constexpr std::uint64_t kRaceFreeBatch = 8;
+  static constexpr std::uint64_t kRaceFreeColumn = 4096;
+  std::uint64_t tree_partials(OpId reduce) const {
+    const Op& r = p_.op(reduce);
+    if (r.kind != OpKind::kReduce || !p_.has_payload(r)) {
+      return 0;
+    }
+    const auto operands = p_.operands(r);
+    if (operands.empty()) {
+      return 0;
+    }
+    const workload::TypeId input = p_.value_type(operands[0]);
+    if (!p_.types().is_tensor(input) || !p_.types().is_static(input)) {
+      return 0;
+    }
+    const auto dims = p_.types().dimensions(input);
+    const auto listed = p_.ints(p_.reduce(r).dimensions);
+    // Dimensions grouped into runs of reduced or kept ones (XLA's ReductionDimensionGrouper).
+    std::vector<std::pair<bool, std::uint64_t>> runs;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] <= 0) {
+        return 0;
+      }
+      if (dims[d] == 1) {
+        continue;
+      }
+      const bool reduced =
+          std::find(listed.begin(), listed.end(), static_cast<std::int64_t>(d)) != listed.end();
+      if (!runs.empty() && runs.back().first == reduced) {
+        runs.back().second *= static_cast<std::uint64_t>(dims[d]);
+      } else {
+        runs.emplace_back(reduced, static_cast<std::uint64_t>(dims[d]));
+      }
+    }
+    if (runs.empty() || runs.size() > 3 || (runs.size() == 1 && !runs[0].first)) {
+      return 0;
+    }
+    const bool row = runs.back().first;  // the minor dimension is reduced
+    if (runs.size() == 3 && runs[0].first != row) {
+      return 0;  // reduced, kept, reduced, ...: not from or to contiguous dimensions
+    }
+    if (row && runs.size() == 3 && runs[0].second > kRaceFreeBatch) {
+      return runs[0].second;  // the minor run first, then the batched major run in a second kernel
+    }
+    const std::uint64_t k = row ? runs.back().second : runs[runs.size() == 3 ? 1 : 0].second;
+    const std::uint64_t bound = row ? kRaceFreeRow : kRaceFreeColumn;
+    if (k <= bound) {
+      return 0;
+    }
+    const auto padding = [k](std::uint64_t i) { return (i - k % i) % i; };
+    const auto power_of_two = [](std::uint64_t i) { return (i & (i - 1)) == 0; };
+    std::uint64_t k2 =
+        std::min<std::uint64_t>(static_cast<std::uint64_t>(std::sqrt(static_cast<double>(k))), bound);
+    while (k2 * k2 > k) {
+      --k2;  // floor(sqrt(k)) exactly, whatever the double rounding
+    }
+    std::uint64_t least = padding(k2);
+    std::uint64_t k1 = (k + least) / k2;
+    for (std::uint64_t i = k2 - 1; i > k2 / 2; --i) {
+      const std::uint64_t pad = padding(i);
+      if (pad < least || (pad == least && power_of_two(i))) {
+        least = pad;
+        k1 = (k + pad) / i;
+      }
+    }
+    k2 = (k + least) / k1;
+    // XLA keeps the larger factor in the first stage when that stage stays race-free (for a row
+    // reduction only where its vectorisation allows; columns always).
+    bool swap = k1 <= bound;
+    if (swap && row) {
+      swap = (k2 % 2 == 0 && k % 2 == 0) ? (k2 * 2 < k1 || k1 % 2 == 0) : (k % 2 == 0 || k1 % 2 != 0);
+    }
+    return swap ? k2 : k1;
+  }
+
+  // The second-stage kernels of the kernel at `root` (tree_partials): one per split reduce,
+  // reading its partial results and writing its results. Adds their time, work and launches to
+  // `cost`, and the partial results the first stage writes in place of the results; returns their
+  // time.
+  SimTime add_tree_stages(OpId root, OpCost& cost) {
+    SimTime added;
+    const auto stage = [&](OpId reduce) {
+      const std::uint64_t partials = tree_partials(reduce);
+      if (partials == 0) {
+        return;
+      }
+      std::uint8_t flags = 0;
+      std::uint64_t result_bytes = 0;
+      std::uint64_t outputs = 0;
+      ElementType element = ElementType::kF32;
+      for (const workload::TypeId t : p_.result_types(p_.op(reduce))) {
+        result_bytes += counter_.type_bytes(t, flags);
+        if (const auto n = p_.types().element_count(t); n && outputs == 0) {
+          outputs = std::max<std::uint64_t>(*n, 1);
+          element = compute_element_type(p_.types().element(t));
+        }
+      }
+      OpSignature second;
+      second.op_class = OpClass::kReduction;
+      second.kind = "reduce";
+      second.element_type = element;
+      second.elements = std::max<std::uint64_t>(outputs, 1);
+      second.row_length = partials;
+      second.flops = Flops{static_cast<double>(second.elements) * static_cast<double>(partials)};
+      second.bytes_read = Bytes{result_bytes * partials};
+      second.bytes_written = Bytes{result_bytes};
+      const Estimate& estimate = model_.estimate(second);
+      ++costs_.estimates;
+      added += estimate.time;
+      cost.flops += second.flops;
+      cost.bytes_read += second.bytes_read;
+      cost.bytes_written += second.bytes_written + Bytes{result_bytes * (partials - 1)};
+      ++cost.launches;
+    };
+    stage(root);
+    if (!members_.empty()) {
+      for (const OpId member : members_[root]) {
+        stage(member);
+      }
+    }
+    cost.time += added;
+    return added;
+  }
+
   // On GPUs XLA counts f32 and f16 exponentials, square roots and reciprocal square roots as cheap
   // (GpuInstructionFusion::IsExpensive) and recomputes them like any elementwise op: the backward
   // pass of a softmax recomputes its probabilities from the scores. TPU-like presets (a systolic
@@ -1065,6 +1202,14 @@ class ProgramCoster {
       cost.estimator = costs_.intern(estimate.estimator);
       cost.note = costs_.intern(estimate.note);
     }
+    if (gpu_rules_ && options_.fusion == config::FusionMode::kRegions) {
+      const SimTime added = add_tree_stages(id, cost);  // (after the last use of `estimate`)
+      if (cost.launches > 1) {
+        cost.note = costs_.intern(
+            fmt::format("{}; then {} second-stage reduction kernel{} (tree reduction) {:.4g} s", cost.note,
+                        cost.launches - 1, cost.launches > 2 ? "s" : "", added.seconds()));
+      }
+    }
   }
 
   // The producer's kernel also does the members' work: their FLOPs, their operands from outside
@@ -1212,6 +1357,8 @@ class ExecutionWalker {
         into.time += cost.time;
         ClassTotals& c = into.classes[static_cast<std::size_t>(cost.op_class)];
         ++c.executions;
+        c.launches += cost.launches;
+        into.launches += cost.launches;
         c.flops += cost.flops;
         c.bytes_read += cost.bytes_read;
         c.bytes_written += cost.bytes_written;
@@ -1299,6 +1446,7 @@ void ExecutionTotals::add(const ExecutionTotals& other, std::uint64_t times) {
     ClassTotals& c = classes[i];
     const ClassTotals& o = other.classes[i];
     c.executions += o.executions * times;
+    c.launches += o.launches * times;
     c.flops += Flops{o.flops.value * scale};
     c.bytes_read += o.bytes_read * times;
     c.bytes_written += o.bytes_written * times;
@@ -1307,6 +1455,7 @@ void ExecutionTotals::add(const ExecutionTotals& other, std::uint64_t times) {
   for (std::size_t i = 0; i < role_executions.size(); ++i) {
     role_executions[i] += other.role_executions[i] * times;
   }
+  launches += other.launches * times;
   const auto merge = [times](std::map<std::string, std::uint64_t>& mine,
                              const std::map<std::string, std::uint64_t>& theirs) {
     for (const auto& [key, count] : theirs) {

@@ -86,6 +86,10 @@ struct OpCost {
   // at its site and never runs (its result unused): the call itself, so its callee does not run.
   workload::OpId fused_into = workload::kNoId;
   std::uint32_t fused_ops = 0;  // kCompute: how many other ops are fused into this kernel by fusion
+  // kCompute: the kernels this entry launches, one after the other: 1, or more where XLA's GPU
+  // backend splits a long reduction into a tree of two kernels (its second stages; time, work and
+  // bytes include theirs).
+  std::uint32_t launches = 1;
   SimTime time;                 // duration on the device (0 unless kCompute)
   Flops flops;
   Bytes bytes_read;
@@ -125,7 +129,8 @@ ProgramCosts cost_program(const workload::Program& program, ComputeModel& model,
 // --- executions: `orrery inspect --cost` ---------------------------------------------------------
 
 struct ClassTotals {
-  std::uint64_t executions = 0;
+  std::uint64_t executions = 0;  // kCompute entries run
+  std::uint64_t launches = 0;    // the kernels they launch (OpCost::launches)
   Flops flops;
   Bytes bytes_read;
   Bytes bytes_written;
@@ -143,6 +148,7 @@ struct ExecutionTotals {
   SimTime time;
   std::array<ClassTotals, kOpClassCount> classes{};
   std::array<std::uint64_t, 4> role_executions{};       // by CostRole
+  std::uint64_t launches = 0;                           // kernels launched (OpCost::launches)
   std::map<std::string, std::uint64_t> estimators;      // estimator -> kernel executions
   std::map<std::string, std::uint64_t> free_ops;        // op name -> executions
   std::map<std::string, std::uint64_t> communication;   // op name -> executions

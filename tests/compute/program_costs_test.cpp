@@ -381,6 +381,56 @@ func.func @main(%x: tensor<8x16xf32>) -> tensor<8xf32> {
   EXPECT_EQ(with_body[first(*generic, OpKind::kAdd)].fused_into, kernel);
 }
 
+// XLA's GPU backend splits reductions it cannot run race-free into two kernels (tree reductions):
+// a batch norm's statistics over 128 x 56 x 56 rows of 64 channels run as a first stage that
+// reduces to 512 partial rows (XLA's compiled HLO: f32[512,784,64] reduced over 784) and a second
+// kernel that reduces those; a row of 32,000 (a vocabulary) as 128 partials of 250 (XLA:
+// f32[8,1024,128]). Race-free reductions (a column of 4,096 rows, a row of 16,384) stay one kernel,
+// and TPU-like presets never split.
+TEST(ProgramCosts, GpusSplitLongReductionsIntoTwoKernels) {
+  const auto p = parse(R"(
+func.func @main(%x: tensor<128x56x56x64xbf16>, %v: tensor<8x1024x32000xf32>, %c: tensor<4096x64xf32>, %r: tensor<4x16384xf32>) -> (tensor<64xf32>, tensor<8x1024xf32>, tensor<64xf32>, tensor<4xf32>) {
+  %f = stablehlo.convert %x : (tensor<128x56x56x64xbf16>) -> tensor<128x56x56x64xf32>
+  %cst = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%f init: %cst) applies stablehlo.add across dimensions = [0, 1, 2] : (tensor<128x56x56x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %m = stablehlo.reduce(%v init: %cst) applies stablehlo.maximum across dimensions = [2] : (tensor<8x1024x32000xf32>, tensor<f32>) -> tensor<8x1024xf32>
+  %k = stablehlo.reduce(%c init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<4096x64xf32>, tensor<f32>) -> tensor<64xf32>
+  %q = stablehlo.reduce(%r init: %cst) applies stablehlo.add across dimensions = [1] : (tensor<4x16384xf32>, tensor<f32>) -> tensor<4xf32>
+  return %s, %m, %k, %q : tensor<64xf32>, tensor<8x1024xf32>, tensor<64xf32>, tensor<4xf32>
+}
+)");
+  ASSERT_NE(p, nullptr);
+  CostOptions regions;
+  regions.fusion = config::FusionMode::kRegions;
+  ComputeModel gpu = microsecond_model();
+  const ProgramCosts costs = cost_program(*p, gpu, regions);
+  const OpCost& stats = costs[first(*p, OpKind::kReduce)];
+  const OpCost& vocabulary = costs[first(*p, OpKind::kReduce, 1)];
+  EXPECT_EQ(stats.launches, 2U);
+  EXPECT_EQ(stats.time, SimTime::from_ns(2000));  // two kernels of 1 us
+  // The first stage reads the bf16 input (the convert is fused) and the init value and writes 512
+  // partial rows of 64 f32; the second reads those and writes the 64 results.
+  EXPECT_EQ(stats.bytes_read.count, 128ULL * 56 * 56 * 64 * 2 + 4 + 512 * 64 * 4);
+  EXPECT_EQ(stats.bytes_written.count, 512ULL * 64 * 4 + 64 * 4);
+  EXPECT_EQ(stats.note, "1 us for fusion; then 1 second-stage reduction kernel (tree reduction) 1e-06 s");
+  EXPECT_EQ(vocabulary.launches, 2U);
+  EXPECT_EQ(vocabulary.bytes_written.count, 8ULL * 1024 * 128 * 4 + 8 * 1024 * 4);
+  EXPECT_EQ(costs[first(*p, OpKind::kReduce, 2)].launches, 1U);
+  EXPECT_EQ(costs[first(*p, OpKind::kReduce, 3)].launches, 1U);
+  EXPECT_EQ(costs.estimates, 4U + 2U);
+  // inspect's totals count the launches.
+  const ExecutionTotals totals = execution_totals(*p, costs);
+  EXPECT_EQ(totals.launches, 6U);
+  EXPECT_EQ(totals.classes[static_cast<std::size_t>(OpClass::kReduction)].launches, 6U);
+  // Without region fusion (the program as written) and on a TPU-like preset, nothing splits.
+  const ProgramCosts unfused = cost_program(*p, gpu, {});
+  EXPECT_EQ(unfused[first(*p, OpKind::kReduce)].launches, 1U);
+  ComputeModel tpu(std::make_unique<MicrosecondEstimator>(), load_hardware("TPUv4"), true);
+  const ProgramCosts on_tpu = cost_program(*p, tpu, regions);
+  EXPECT_EQ(on_tpu[first(*p, OpKind::kReduce)].launches, 1U);
+  EXPECT_EQ(on_tpu[first(*p, OpKind::kReduce)].bytes_written.count, 64U * 4);
+}
+
 // A region stops growing once an op outside it uses one of its values: the add below cannot join
 // the exponential's kernel, whose value the dot (which the add also needs) consumes.
 constexpr const char* kClosedRegion = R"(

@@ -3,7 +3,8 @@
 # single-device training steps as one-partition programs, the sharded lowerings as pre-partitioning
 # modules with their partition counts), costs the ResNet-50 export's convolutions from the H200
 # table's measured rows, checks that the H100 run's exports are the same text, costs XLA's fused
-# kernels alone (gpu_fusions_check.py), and
+# kernels alone (gpu_fusions_check.py), checks its tree reductions against XLA's compiled reductions
+# (gpu_reductions_check.py), and
 # tools/validate_gpu.py (`make validate`'s gpu step) writes its page.
 set -uo pipefail
 orrery=$1
@@ -26,6 +27,8 @@ else
 fi
 /usr/bin/python3 "$(dirname "$0")/gpu_fusions_check.py" "$orrery" "$data/fusions" "$work" ||
   fail "fusions (gpu_fusions_check.py, above)"
+/usr/bin/python3 "$(dirname "$0")/gpu_reductions_check.py" "$orrery" "$data/reductions" "$work" ||
+  fail "reductions (gpu_reductions_check.py, above)"
 count=0
 for export in "$data"/sharded/*.pre.mlir.xz; do
   name=$(basename "$export" .pre.mlir.xz)
