@@ -316,7 +316,8 @@ def main():
         print("- **Fusion is modelled, not read.** The exports are StableHLO before XLA's optimisation; Orrery "
               "groups ops as XLA's documented fusion passes do (docs/compute.md, \"Fusion\"): loop, input and "
               "sibling fusion, duplication of cheap producers, producer kernels taken in across program order "
-              "(a batch norm's two sums), calls of elementwise functions (`@relu`) fused into their callers. It "
+              "(a batch norm's two sums), calls of elementwise functions (`@relu`) fused into their callers, and "
+              "on GPUs row-reduction kernels and the second kernel of a reduction XLA splits (tree reductions). It "
               "does not fuse across other calls, does not fuse elementwise epilogues into convolutions or GEMMs, "
               "and does not do horizontal fusion. Each of these leaves bytes in the count that XLA's kernels do "
               "not move, so they can only explain an over-prediction. Without fusion (the row above) every estimate is several times the measurement, "
@@ -333,7 +334,14 @@ def main():
               + ", ".join(f"{w} {r['kernels'] * 1e-3:.2f} ms ({r['kernels']} kernels, "
                           f"{r['kernels'] * 1e-6 / m:.1%} of the measured step)"
                           for w, (m, r, _, _) in reports.items())
-              + ": the same order for all three, so gaps alone do not explain errors of opposite sign.")
+              + ": the same order for all three, so gaps alone do not explain errors of opposite sign. The "
+              "profiler traces of the single-GPU steps measured for this project (docs/validation/gpu.md) show "
+              "the GPU running a step's kernels nearly back to back, but their host-clock step times (each step "
+              "timed to its `block_until_ready`) also hold the host's dispatch before a step's first kernel and "
+              "after its last, which Orrery does not model: against the GPU's own time per step the frozen "
+              "configuration's errors there shrink (the last column of its step tables). hespas_refs.csv does not "
+              "say how the A100 steps were timed; if step by step on the host clock, their times hold such a term "
+              "too.")
         print("- **Collective combining is XLA's rule, not XLA's result.** The exports hold one all-reduce per "
               "parameter; Orrery combines independent ones of a computation up to XLA's default 30 MiB as XLA's combiner "
               "passes do (docs/collectives.md, \"Combining\"), but XLA's scheduler may also reorder and pipeline "

@@ -87,6 +87,23 @@ print("ok   resnet50_convolutions_from_the_table (158 kernels, each a measured r
 PY
 then :; else fail "resnet50_convolutions_from_the_table"; fi
 
+# Each traced step's span on the GPU (trace_summary.py: the kernels split at the two longest idle gaps)
+# holds the step's kernels nearly back to back and is shorter than the host-clock step.
+if /usr/bin/python3 - "$data" "$source_dir/validation/gpu" <<'PY'
+import json, os, sys
+sys.path.insert(0, sys.argv[2])
+import trace_summary
+for folder in ("programs", "h100/programs"):
+    for name in ("llama-60m", "llama-250m", "llama-900m", "resnet18", "resnet50"):
+        base = os.path.join(sys.argv[1], folder, name)
+        s = trace_summary.summarise(base + ".trace.json.xz")
+        host = json.load(open(base + ".json"))["median_s"]
+        assert 0.97 * s["busy_s_per_step"] <= s["gpu_step_s"] <= 1.1 * s["busy_s_per_step"], (base, s["gpu_step_s"])
+        assert s["gpu_step_s"] < host, (base, s["gpu_step_s"], host)
+print("ok   traced_steps_on_the_gpu (10 traces: each step's kernels back to back, within the host-clock step)")
+PY
+then :; else fail "traced_steps_on_the_gpu"; fi
+
 expect validate_gpu_page 0 "## Step times" -- python3 "$source_dir/tools/validate_gpu.py" --orrery "$orrery" \
   --root "$source_dir"
 exit $((failures > 0))

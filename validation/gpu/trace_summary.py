@@ -62,8 +62,21 @@ def summarise(path):
         c = classes[kernel_class(name)]
         c[0] += count
         c[1] += dur
+    # The steps' kernels, split at the STEPS - 1 longest idle gaps (the host's work between steps):
+    # each step's span from its first kernel's start to its last kernel's end.
+    ordered = sorted(events, key=lambda e: e["ts"])
+    ends = []
+    last = ordered[0]["ts"]
+    for e in ordered:
+        ends.append(last)
+        last = max(last, e["ts"] + e["dur"])
+    gaps = sorted(range(1, len(ordered)), key=lambda i: ordered[i]["ts"] - ends[i], reverse=True)[:STEPS - 1]
+    bounds = [0] + sorted(gaps) + [len(ordered)]
+    spans = sorted(ends[b] - ordered[a]["ts"] if b < len(ordered) else last - ordered[a]["ts"]
+                   for a, b in zip(bounds, bounds[1:]))
     return {
         "kernels_per_step": len(events) / STEPS,
+        "gpu_step_s": spans[len(spans) // 2] * 1e-6,  # the median step's span on the GPU
         "busy_s_per_step": sum(e["dur"] for e in events) / STEPS * 1e-6,
         "span_s_per_step": (end - start) / STEPS * 1e-6,
         "classes": {k: {"kernels": v[0] / STEPS, "seconds": v[1] / STEPS * 1e-6} for k, v in classes.items()},
