@@ -950,12 +950,9 @@ class ProgramCoster {
       }
     }
     if (runs.empty() || runs.size() > 3 || (runs.size() == 1 && !runs[0].first)) {
-      return 0;
+      return 0;  // nothing reduced, or not from or to contiguous dimensions (XLA's ReductionSplitter)
     }
-    const bool row = runs.back().first;  // the minor dimension is reduced
-    if (runs.size() == 3 && runs[0].first != row) {
-      return 0;  // reduced, kept, reduced, ...: not from or to contiguous dimensions
-    }
+    const bool row = runs.back().first;  // the minor dimension is reduced (runs alternate)
     if (row && runs.size() == 3 && runs[0].second > kRaceFreeBatch) {
       return runs[0].second;  // the minor run first, then the batched major run in a second kernel
     }
@@ -990,51 +987,80 @@ class ProgramCoster {
     return swap ? k2 : k1;
   }
 
-  // The second-stage kernels of the kernel at `root` (tree_partials): one per split reduce,
-  // reading its partial results and writing its results. Adds their time, work and launches to
-  // `cost`, and the partial results the first stage writes in place of the results; returns their
+  // Calls f(reduce, partials) for each reduce of the kernel at `root` that XLA splits
+  // (tree_partials).
+  template <typename F>
+  void for_each_split_reduce(OpId root, F&& f) const {
+    const auto visit = [&](OpId op) {
+      if (const std::uint64_t partials = tree_partials(op); partials != 0) {
+        f(op, partials);
+      }
+    };
+    visit(root);
+    if (!members_.empty()) {
+      for (const OpId member : members_[root]) {
+        visit(member);
+      }
+    }
+  }
+
+  // A reduce's results: their bytes, and the element count and type of the first.
+  struct ReduceResults {
+    std::uint64_t bytes = 0;
+    std::uint64_t outputs = 1;
+    ElementType element = ElementType::kF32;
+  };
+  ReduceResults reduce_results(OpId reduce, std::uint8_t& flags) const {
+    ReduceResults out;
+    bool first = true;
+    for (const workload::TypeId t : p_.result_types(p_.op(reduce))) {
+      out.bytes += counter_.type_bytes(t, flags);
+      if (const auto n = p_.types().element_count(t); n && first) {
+        out.outputs = std::max<std::uint64_t>(*n, 1);
+        out.element = compute_element_type(p_.types().element(t));
+        first = false;
+      }
+    }
+    return out;
+  }
+
+  // The first stage of a split reduction writes its partial results in place of the results: the
+  // bytes that adds to the kernel's writes (before it is estimated).
+  Bytes tree_partial_writes(OpId root, std::uint8_t& flags) const {
+    Bytes extra;
+    for_each_split_reduce(root, [&](OpId reduce, std::uint64_t partials) {
+      extra += Bytes{reduce_results(reduce, flags).bytes} * (partials - 1);
+    });
+    return extra;
+  }
+
+  // The second-stage kernels of the kernel at `root`: one per split reduce, of class reduction,
+  // reading the partial results and writing the results, priced by the same model. Adds their
+  // time, work and launches to `cost` (the kernel's class stays its first stage's); returns their
   // time.
   SimTime add_tree_stages(OpId root, OpCost& cost) {
     SimTime added;
-    const auto stage = [&](OpId reduce) {
-      const std::uint64_t partials = tree_partials(reduce);
-      if (partials == 0) {
-        return;
-      }
+    for_each_split_reduce(root, [&](OpId reduce, std::uint64_t partials) {
       std::uint8_t flags = 0;
-      std::uint64_t result_bytes = 0;
-      std::uint64_t outputs = 0;
-      ElementType element = ElementType::kF32;
-      for (const workload::TypeId t : p_.result_types(p_.op(reduce))) {
-        result_bytes += counter_.type_bytes(t, flags);
-        if (const auto n = p_.types().element_count(t); n && outputs == 0) {
-          outputs = std::max<std::uint64_t>(*n, 1);
-          element = compute_element_type(p_.types().element(t));
-        }
-      }
+      const ReduceResults results = reduce_results(reduce, flags);
       OpSignature second;
       second.op_class = OpClass::kReduction;
       second.kind = "reduce";
-      second.element_type = element;
-      second.elements = std::max<std::uint64_t>(outputs, 1);
+      second.element_type = results.element;
+      second.elements = results.outputs;
       second.row_length = partials;
-      second.flops = Flops{static_cast<double>(second.elements) * static_cast<double>(partials)};
-      second.bytes_read = Bytes{result_bytes * partials};
-      second.bytes_written = Bytes{result_bytes};
+      second.flops = Flops{static_cast<double>(results.outputs) * static_cast<double>(partials)};
+      second.bytes_read = Bytes{results.bytes} * partials;
+      second.bytes_written = Bytes{results.bytes};
       const Estimate& estimate = model_.estimate(second);
       ++costs_.estimates;
       added += estimate.time;
+      cost.flags |= flags;
       cost.flops += second.flops;
       cost.bytes_read += second.bytes_read;
-      cost.bytes_written += second.bytes_written + Bytes{result_bytes * (partials - 1)};
+      cost.bytes_written += second.bytes_written;
       ++cost.launches;
-    };
-    stage(root);
-    if (!members_.empty()) {
-      for (const OpId member : members_[root]) {
-        stage(member);
-      }
-    }
+    });
     cost.time += added;
     return added;
   }
@@ -1181,6 +1207,10 @@ class ProgramCoster {
     } else if (!members_.empty() && !members_[id].empty()) {
       fuse_members(id, count_.signature, flags);
     }
+    const bool trees = gpu_rules_ && options_.fusion == config::FusionMode::kRegions;
+    if (trees) {
+      count_.signature.bytes_written += tree_partial_writes(id, flags);
+    }
     const OpSignature& signature = count_.signature;
     const Estimate& estimate = model_.estimate(signature);
     ++costs_.estimates;
@@ -1202,7 +1232,7 @@ class ProgramCoster {
       cost.estimator = costs_.intern(estimate.estimator);
       cost.note = costs_.intern(estimate.note);
     }
-    if (gpu_rules_ && options_.fusion == config::FusionMode::kRegions) {
+    if (trees) {
       const SimTime added = add_tree_stages(id, cost);  // (after the last use of `estimate`)
       if (cost.launches > 1) {
         cost.note = costs_.intern(
