@@ -100,7 +100,14 @@ for folder in ("programs", "h100/programs"):
         host = json.load(open(base + ".json"))["median_s"]
         assert 0.97 * s["busy_s_per_step"] <= s["gpu_step_s"] <= 1.1 * s["busy_s_per_step"], (base, s["gpu_step_s"])
         assert s["gpu_step_s"] < host, (base, s["gpu_step_s"], host)
-print("ok   traced_steps_on_the_gpu (10 traces: each step's kernels back to back, within the host-clock step)")
+        # The asynchronous loop's time per step (async_steps.py, a later run) is the GPU's: the traced
+        # span within 5%, and below the same run's synchronous steps.
+        timed = json.load(open(os.path.join(sys.argv[1], "async", "h100" if "h100" in folder else "h200",
+                                            name + ".async.json")))
+        assert abs(timed["async_per_step_s"] / s["gpu_step_s"] - 1) <= 0.05, (base, timed["async_per_step_s"])
+        assert timed["async_per_step_s"] < timed["sync_median_s"], base
+print("ok   traced_steps_on_the_gpu (10 traces: each step's kernels back to back, within the host-clock step, "
+      "and the asynchronous steps' time)")
 PY
 then :; else fail "traced_steps_on_the_gpu"; fi
 

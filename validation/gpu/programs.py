@@ -40,6 +40,20 @@ def _plain(x):
         return str(x)
 
 
+def synchronous_steps(compiled, state, batch, steps):
+    """Runs `steps` steps, each timed on the host clock to its block_until_ready; returns the times,
+    the last state and the last results (the state is the results but the loss)."""
+    times = []
+    res = None
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        res = compiled(*state, *batch)
+        jax.block_until_ready(res)
+        times.append(time.perf_counter() - t0)
+        state = res[:len(state)]
+    return times, state, res
+
+
 def run(name, out, steps, warmup, trace):
     rec = {"program": name, "ok": False}
     try:
@@ -79,14 +93,8 @@ def run(name, out, steps, warmup, trace):
             jax.block_until_ready(res)
             state, loss = res[:n_state], res[-1]
             losses.append(float(loss))
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            res = compiled(*state, *batch)
-            jax.block_until_ready(res)
-            times.append(time.perf_counter() - t0)
-            state, loss = res[:n_state], res[-1]
-        losses.append(float(loss))
+        times, state, res = synchronous_steps(compiled, state, batch, steps)
+        losses.append(float(res[-1]))
         rec["loss_first"], rec["loss_last"] = losses[0], losses[-1]
         rec["finite"] = bool(np.isfinite(losses).all())
         rec["step_times_s"] = times
