@@ -911,9 +911,11 @@ class ProgramCoster {
   // kRaceFreeColumn elements -- and splits a longer reduction into two: the first stage (the kernel
   // Orrery costs, fused with its producers) reduces the reduced extent k to k1 partial results per
   // output, a second kernel of its own reduces those. k = k1 x k2 with k2 near sqrt(k), chosen as
-  // XLA chooses it (least padding, a power of two on ties, the larger factor kept in the first
-  // stage). Returns the partial results per output (k1), or 0 when the reduction is race-free
-  // or not from or to contiguous dimensions (row-major layouts, dimensions of size 1 ignored).
+  // XLA chooses it (least padding, a power of two on ties, then its rule for which factor the first
+  // stage reduces: the larger for a column, the one its vectorisation prefers for a row). Returns
+  // the partial results per output (the factor the second stage reduces), or 0 when the reduction
+  // is race-free or not from or to contiguous dimensions (row-major layouts, dimensions of size 1
+  // ignored).
   static constexpr std::uint64_t kRaceFreeRow = kMaxFusedRow;
   static constexpr std::uint64_t kRaceFreeBatch = 8;
   static constexpr std::uint64_t kRaceFreeColumn = 4096;
