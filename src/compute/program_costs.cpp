@@ -423,6 +423,26 @@ class ProgramCoster {
     return find_set(region_[v.op()]);
   }
 
+  // A one-element value that op `user` uses to make a larger result (a scalar broadcast to a
+  // tensor, the step count in every parameter's optimizer update). XLA never fuses two consumers
+  // together through such a value: its producer-consumer fusion duplicates a cheap producer into
+  // each consumer or leaves an expensive one its own kernel, and its multi-output fusion skips
+  // effective scalars as shared operands (IsProfitableOperand). Regions do not join, and kernels
+  // do not take each other in, through such a link; without this rule every parameter's update
+  // became one kernel, where XLA launches one per parameter.
+  bool scalar_link(OpId user, workload::ValueRef v) const {
+    const auto one = p_.types().element_count(p_.value_type(v));
+    if (!one || *one != 1) {
+      return false;
+    }
+    const auto results = p_.result_types(p_.op(user));
+    if (results.empty()) {
+      return false;
+    }
+    const auto elements = p_.types().element_count(results[0]);
+    return elements && *elements > 1;
+  }
+
   // The op of `block` that `user` is, or is nested in; kNoId when `user` is outside the block.
   OpId ancestor_in(OpId user, BlockId block) const {
     while (p_.op(user).block != block) {
@@ -567,7 +587,8 @@ class ProgramCoster {
       for (const OpId op : ops_of[k]) {
         for (const workload::ValueRef v : p_.operands(p_.op(op))) {
           const std::uint32_t a = region_of(v);
-          if (a != kNoRegion && a != k && std::find(producers.begin(), producers.end(), a) == producers.end()) {
+          if (a != kNoRegion && a != k && !scalar_link(op, v) &&
+              std::find(producers.begin(), producers.end(), a) == producers.end()) {
             producers.push_back(a);
           }
         }
@@ -663,7 +684,14 @@ class ProgramCoster {
       std::uint8_t flags = 0;
       const auto results = p_.result_types(op);
       const std::uint64_t result_bytes = results.empty() ? 0 : counter_.type_bytes(results[0], flags);
+      std::vector<std::uint32_t> through_scalars;  // regions the op reads only a scalar of
       for (const workload::ValueRef v : p_.operands(op)) {
+        if (scalar_link(id, v)) {
+          if (const std::uint32_t r = region_of(v); r != kNoRegion) {
+            through_scalars.push_back(r);
+          }
+          continue;
+        }
         join(region_of(v));  // producer-consumer fusion
         // Sibling (multi-output) fusion: an open kernel that reads the same value, when that value
         // is at least as large as this op's result (reading it once saves at least as much).
@@ -677,6 +705,11 @@ class ProgramCoster {
       }
       for (const std::uint32_t r : after_reduction) {
         region_open_[r] = false;
+      }
+      for (const std::uint32_t r : through_scalars) {
+        if (find_set(r) != joined) {
+          region_open_[find_set(r)] = false;  // used from outside: a kernel of its own
+        }
       }
       if (joined == kNoRegion) {
         joined = static_cast<std::uint32_t>(region_parent_.size());

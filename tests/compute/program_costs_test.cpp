@@ -668,6 +668,67 @@ TEST(ProgramCosts, KernelsRecomputeThroughProducersOfOtherKernels) {
   EXPECT_EQ(fused[scales].bytes_written.count, 16384U);
 }
 
+// An optimizer's updates share scalars (the bias correction 1 - 0.9^t of the step count t) but
+// never a kernel: XLA launches one update kernel per parameter, each reading the scalar, which an
+// expensive `power` computes in a kernel of its own. A cheap scalar (1 - 0.1 t) is recomputed by
+// each of its users instead of read. Joining through the shared scalar made one
+// kernel of every update of a training step.
+constexpr const char* kSharedScalar = R"(
+func.func @main(%t: tensor<i32>, %p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: tensor<3x3x64x64xf32>, %g2: tensor<3x3x64x64xf32>, %q1: tensor<64xf32>, %q2: tensor<3x3x64x64xf32>) -> (tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>) {
+  %one = stablehlo.constant dense<1.0> : tensor<f32>
+  %b1 = stablehlo.constant dense<0.9> : tensor<f32>
+  %tf = stablehlo.convert %t : (tensor<i32>) -> tensor<f32>
+  %pw = stablehlo.power %b1, %tf : tensor<f32>
+  %bc = stablehlo.subtract %one, %pw : tensor<f32>
+  %s1 = stablehlo.broadcast_in_dim %bc, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %d1 = stablehlo.divide %g1, %s1 : tensor<64xf32>
+  %u1 = stablehlo.subtract %p1, %d1 : tensor<64xf32>
+  %s2 = stablehlo.broadcast_in_dim %bc, dims = [] : (tensor<f32>) -> tensor<3x3x64x64xf32>
+  %d2 = stablehlo.divide %g2, %s2 : tensor<3x3x64x64xf32>
+  %u2 = stablehlo.subtract %p2, %d2 : tensor<3x3x64x64xf32>
+  %tenth = stablehlo.constant dense<0.1> : tensor<f32>
+  %m = stablehlo.multiply %tf, %tenth : tensor<f32>
+  %lr = stablehlo.subtract %one, %m : tensor<f32>
+  %l1 = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %v1 = stablehlo.multiply %q1, %l1 : tensor<64xf32>
+  %l2 = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<3x3x64x64xf32>
+  %v2 = stablehlo.multiply %q2, %l2 : tensor<3x3x64x64xf32>
+  return %u1, %u2, %v1, %v2 : tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>
+}
+)";
+
+TEST(ProgramCosts, UpdatesSharingAScalarAreKernelsOfTheirOwn) {
+  const RegionCosts costed = regions_of(kSharedScalar);
+  const auto& p = costed.program;
+  ASSERT_NE(p, nullptr);
+  const ProgramCosts& fused = costed.costs;
+  const OpId scalar = first(*p, OpKind::kSubtract);  // 1 - 0.9^t: convert, power, subtract
+  const OpId update1 = first(*p, OpKind::kSubtract, 1);
+  const OpId update2 = first(*p, OpKind::kSubtract, 2);
+  const OpId scaled1 = first(*p, OpKind::kMultiply, 1);
+  const OpId scaled2 = first(*p, OpKind::kMultiply, 2);
+  for (const OpId kernel : {scalar, update1, update2, scaled1, scaled2}) {
+    EXPECT_EQ(fused[kernel].role, CostRole::kCompute) << kernel;
+  }
+  EXPECT_EQ(fused[first(*p, OpKind::kPower)].fused_into, scalar);
+  EXPECT_EQ(fused[first(*p, OpKind::kDivide)].fused_into, update1);
+  EXPECT_EQ(fused[first(*p, OpKind::kDivide, 1)].fused_into, update2);
+  // The scalar kernel reads t and its two constants (a scalar constant is read as one element) and
+  // writes 1 - 0.9^t; each update reads its parameter and gradient and that scalar, and writes its
+  // parameter.
+  EXPECT_EQ(fused[scalar].bytes_read.count, 12U);
+  EXPECT_EQ(fused[scalar].bytes_written.count, 4U);
+  EXPECT_EQ(fused[update1].bytes_read.count, 2U * 256 + 4);
+  EXPECT_EQ(fused[update1].bytes_written.count, 256U);
+  EXPECT_EQ(fused[update2].bytes_read.count, 2U * 147456 + 4);
+  // 1 - 0.1 t is cheap: each scaling recomputes it from t and two constants, and its own kernel
+  // (it starts after the first broadcast of 1 - 0.9^t closed the scalar kernel) never runs.
+  EXPECT_EQ(fused[first(*p, OpKind::kSubtract, 3)].role, CostRole::kFree);
+  EXPECT_EQ(fused[scaled1].bytes_read.count, 256U + 12);
+  EXPECT_EQ(fused[scaled2].bytes_read.count, 147456U + 12);
+  EXPECT_EQ(execution_totals(*p, fused).launches, 5U);
+}
+
 // A softmax's backward pass on a GPU recomputes the probabilities from the bf16 scores (XLA's GPU
 // backend counts f32 exponentials as cheap): p = exp(convert(s) - max) is written by no kernel, and
 // the backward kernel reads s (8 KiB), the max (256 B) and the gradient instead of p (16 KiB). On a

@@ -160,7 +160,7 @@ expect sweep_refuses_trace 1 "orrery sweep writes no traces" -- \
 # --- the report tool --------------------------------------------------------------------------------
 out=$("$python" "$report" "$work/np2.h5" --plots "$work/plots" --perfetto "$work/run.json" --top 3 2>&1) ||
   fail "trace_report.py: $out"
-for fragment in "step time 105.126 ms" "compute_s" "exposed_comm_s" "top kernels" "top collectives" \
+for fragment in "step time 105.210 ms" "compute_s" "exposed_comm_s" "top kernels" "top collectives" \
   "links: 4 of 12 carried traffic" "written by orrery" "on 2 process(es)"; do
   [[ "$out" == *"$fragment"* ]] || { fail "trace_report.py output lacks '$fragment'"; echo "$out" | head -30; }
 done
