@@ -427,9 +427,10 @@ class ProgramCoster {
   // tensor, the step count in every parameter's optimizer update). XLA never fuses two consumers
   // together through such a value: its producer-consumer fusion duplicates a cheap producer into
   // each consumer or leaves an expensive one its own kernel, and its multi-output fusion skips
-  // effective scalars as shared operands (IsProfitableOperand). Regions do not join, and kernels
-  // do not take each other in, through such a link; without this rule every parameter's update
-  // became one kernel, where XLA launches one per parameter.
+  // effective scalars as shared operands (IsProfitableOperand). Regions do not join through such
+  // a link, and a kernel takes in another through one only as that kernel's one user (XLA fuses a
+  // producer into its only consumer); without this rule every parameter's update became one
+  // kernel, where XLA launches one per parameter.
   bool scalar_link(OpId user, workload::ValueRef v) const {
     const auto one = p_.types().element_count(p_.value_type(v));
     if (!one || *one != 1) {
@@ -582,14 +583,21 @@ class ProgramCoster {
     }
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return root[a] < root[b]; });
     for (const std::uint32_t k : order) {
-      // Producer regions of k, in order of first use.
+      // Producer regions of k, in order of first use; those k reads only scalars of, apart.
       std::vector<std::uint32_t> producers;
+      std::vector<std::uint32_t> through_tensors;
       for (const OpId op : ops_of[k]) {
         for (const workload::ValueRef v : p_.operands(p_.op(op))) {
           const std::uint32_t a = region_of(v);
-          if (a != kNoRegion && a != k && !scalar_link(op, v) &&
-              std::find(producers.begin(), producers.end(), a) == producers.end()) {
+          if (a == kNoRegion || a == k) {
+            continue;
+          }
+          if (std::find(producers.begin(), producers.end(), a) == producers.end()) {
             producers.push_back(a);
+          }
+          if (!scalar_link(op, v) &&
+              std::find(through_tensors.begin(), through_tensors.end(), a) == through_tensors.end()) {
+            through_tensors.push_back(a);
           }
         }
       }
@@ -615,11 +623,15 @@ class ProgramCoster {
             }
           }
         }
-        // Every other use of A's values comes after K's kernel op.
+        // Every other use of A's values comes after K's kernel op. A kernel K reads only scalars
+        // of is taken in only when K is its one user (XLA fuses a producer into its only consumer;
+        // one shared by several stays apart, scalar_link).
+        const bool scalars_only =
+            std::find(through_tensors.begin(), through_tensors.end(), a) == through_tensors.end();
         for (const OpId op : ops_of[a]) {
           for (const OpId user : users[op]) {
             if (ok && !in_pair(user)) {
-              ok = position(user) > kernel;
+              ok = !scalars_only && position(user) > kernel;
             }
           }
         }

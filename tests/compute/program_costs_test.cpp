@@ -671,10 +671,11 @@ TEST(ProgramCosts, KernelsRecomputeThroughProducersOfOtherKernels) {
 // An optimizer's updates share scalars (the bias correction 1 - 0.9^t of the step count t) but
 // never a kernel: XLA launches one update kernel per parameter, each reading the scalar, which an
 // expensive `power` computes in a kernel of its own. A cheap scalar (1 - 0.1 t) is recomputed by
-// each of its users instead of read. Joining through the shared scalar made one
+// each of its users instead of read; an expensive scalar with one user joins that user's kernel.
+// Joining through the shared scalar made one
 // kernel of every update of a training step.
 constexpr const char* kSharedScalar = R"(
-func.func @main(%t: tensor<i32>, %p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: tensor<3x3x64x64xf32>, %g2: tensor<3x3x64x64xf32>, %q1: tensor<64xf32>, %q2: tensor<3x3x64x64xf32>) -> (tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>) {
+func.func @main(%t: tensor<i32>, %p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: tensor<3x3x64x64xf32>, %g2: tensor<3x3x64x64xf32>, %q1: tensor<64xf32>, %q2: tensor<3x3x64x64xf32>, %s: tensor<f32>, %r: tensor<64xf32>) -> (tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>) {
   %one = stablehlo.constant dense<1.0> : tensor<f32>
   %b1 = stablehlo.constant dense<0.9> : tensor<f32>
   %tf = stablehlo.convert %t : (tensor<i32>) -> tensor<f32>
@@ -693,7 +694,10 @@ func.func @main(%t: tensor<i32>, %p1: tensor<64xf32>, %g1: tensor<64xf32>, %p2: 
   %v1 = stablehlo.multiply %q1, %l1 : tensor<64xf32>
   %l2 = stablehlo.broadcast_in_dim %lr, dims = [] : (tensor<f32>) -> tensor<3x3x64x64xf32>
   %v2 = stablehlo.multiply %q2, %l2 : tensor<3x3x64x64xf32>
-  return %u1, %u2, %v1, %v2 : tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>
+  %e = stablehlo.power %b1, %s : tensor<f32>
+  %eb = stablehlo.broadcast_in_dim %e, dims = [] : (tensor<f32>) -> tensor<64xf32>
+  %w = stablehlo.multiply %r, %eb : tensor<64xf32>
+  return %u1, %u2, %v1, %v2, %w : tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>, tensor<3x3x64x64xf32>, tensor<64xf32>
 }
 )";
 
@@ -726,7 +730,13 @@ TEST(ProgramCosts, UpdatesSharingAScalarAreKernelsOfTheirOwn) {
   EXPECT_EQ(fused[first(*p, OpKind::kSubtract, 3)].role, CostRole::kFree);
   EXPECT_EQ(fused[scaled1].bytes_read.count, 256U + 12);
   EXPECT_EQ(fused[scaled2].bytes_read.count, 147456U + 12);
-  EXPECT_EQ(execution_totals(*p, fused).launches, 5U);
+  // An expensive scalar with one user joins that user's kernel, as XLA fuses a producer into its
+  // only consumer: the kernel reads s, the constant and r, and writes w only.
+  const OpId only_user = first(*p, OpKind::kMultiply, 3);
+  EXPECT_EQ(fused[first(*p, OpKind::kPower, 1)].fused_into, only_user);
+  EXPECT_EQ(fused[only_user].bytes_read.count, 4U + 4 + 256);
+  EXPECT_EQ(fused[only_user].bytes_written.count, 256U);
+  EXPECT_EQ(execution_totals(*p, fused).launches, 6U);
 }
 
 // A softmax's backward pass on a GPU recomputes the probabilities from the bf16 scores (XLA's GPU
