@@ -2,8 +2,10 @@
 # Wall time of scenarios under mpirun -np 1, 2, 4, ... on a machine with many cores, from the kit
 # bench/portable_kit.sh packs (the machine needs no Open MPI of its own). Prints one line per run:
 # scenario, network model, processes, the run's wall seconds (mpirun's, start-up included), the
-# summary's wall_s and simulate_wall_s (process 0), windows and the step time; the summaries' step
-# times must agree across process counts (a mismatch is reported and fails).
+# summary's wall_s and simulate_wall_s (process 0), windows, the step time, and the load per process
+# (the largest events, remote events sent and received, and seconds executing events and
+# synchronising of any process, from the summary's engine_processes); the summaries' step times
+# must agree across process counts (a mismatch is reported and fails).
 # Usage: bench/parallel_scaling.sh KIT "1 2 4 8 16" SCENARIO:MODEL...
 set -uo pipefail
 kit=$(cd "$1" && pwd)
@@ -38,8 +40,12 @@ for item in "$@"; do
     read -r step line <<< "$(python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
+p = d.get('engine_processes') or [{}]
+load = ' events_max=%d remote_sent_max=%d remote_received_max=%d event_s_max=%.2f sync_s_max=%.2f' % (
+    max(x.get('events', 0) for x in p), max(x.get('remote_sent', 0) for x in p),
+    max(x.get('remote_received', 0) for x in p), max(x.get('event_s', 0) for x in p), max(x.get('sync_s', 0) for x in p))
 print(d['step_time_s'], 'wall=%.2f summary_wall=%.2f simulate=%.2f windows=%s step=%s' % (
-    float(sys.argv[3]) - float(sys.argv[2]), d['wall_s'], d['simulate_wall_s'], d.get('windows', '-'), d['step_time_s']))
+    float(sys.argv[3]) - float(sys.argv[2]), d['wall_s'], d['simulate_wall_s'], d.get('windows', '-'), d['step_time_s']) + load)
 " "$json" "$start" "$end")"
     echo "$(basename "$scenario" .yaml) $model np=$np $line"
     [[ -z $reference ]] && reference=$step

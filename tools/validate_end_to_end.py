@@ -355,7 +355,7 @@ def main():
         default = os.path.join(args.root, "configs/scenarios/default.yaml")
         one = run(args.orrery, default, [], os.path.join(work, "one.json"))
         two = run(args.orrery, default, [], os.path.join(work, "two.json"), args.mpirun, 2)
-        for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+        for key in ("wall_s", "simulate_wall_s", "engine_processes", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
             one.pop(key)
             two.pop(key)
         same = one == two

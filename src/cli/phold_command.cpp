@@ -1,10 +1,10 @@
 // `orrery phold`: the engine's standard benchmark (ROSS PHOLD), sequential or under mpirun.
-#include <nlohmann/json.hpp>
-
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/mpi_command.h"
+#include "cli/summary_output.h"
 #include "pdes/mpi_communicator.h"
 #include "pdes/phold.h"
 #include "util/logging.h"
@@ -14,45 +14,33 @@ namespace {
 
 nlohmann::json stats_json(const pdes::PholdParams& params, const pdes::PholdResult& result) {
   const pdes::RunStats& stats = result.stats;
-  nlohmann::json per_process = nlohmann::json::array();
-  for (const auto& p : stats.processes) {
-    per_process.push_back({{"process", p.process},
-                           {"lps", p.lps},
-                           {"events", p.events},
-                           {"windows", p.windows},
-                           {"remote_sent", p.remote_sent},
-                           {"remote_received", p.remote_received},
-                           {"peak_pending", p.peak_pending},
-                           {"event_s", p.event_seconds},
-                           {"sync_s", p.sync_seconds},
-                           {"wall_s", p.wall_seconds},
-                           {"events_per_s", p.wall_seconds > 0 ? p.events / p.wall_seconds : 0.0}});
-  }
-  return {{"events", stats.events},
-          {"wall_s", stats.wall_seconds},
-          {"events_per_s", stats.events_per_second()},
-          {"events_per_s_per_process", stats.events_per_second() / static_cast<double>(stats.processes.size())},
-          {"processes", stats.processes.size()},
-          {"windows", stats.windows},
-          {"windows_per_simulated_s", stats.windows_per_simulated_second()},
-          {"remote_events", stats.remote_events},
-          {"lookahead_ps", stats.lookahead.is_max() ? nlohmann::json(nullptr) : nlohmann::json(stats.lookahead.ps())},
-          {"last_event_ps", stats.last_event_time.ps()},
-          {"history_hash", pdes::format_hash(stats.history_hash)},
-          {"partition",
-           {{"partitioner", result.partition.partitioner},
-            {"lps_per_process", result.partition.lps_per_process},
-            {"imbalance", result.partition.imbalance},
-            {"cut_channels", result.partition.cut_channels}}},
-          {"params",
-           {{"lps", params.lps},
-            {"start_events", params.start_events},
-            {"remote", params.remote},
-            {"mean", params.mean},
-            {"lookahead", params.lookahead},
-            {"end", params.end},
-            {"seed", params.seed}}},
-          {"per_process", per_process}};
+  return {
+      {"events", stats.events},
+      {"wall_s", stats.wall_seconds},
+      {"events_per_s", stats.events_per_second()},
+      {"events_per_s_per_process", stats.events_per_second() / static_cast<double>(stats.processes.size())},
+      {"processes", stats.processes.size()},
+      {"windows", stats.windows},
+      {"windows_per_simulated_s", stats.windows_per_simulated_second()},
+      {"remote_events", stats.remote_events},
+      {"lookahead_ps",
+       stats.lookahead.is_max() ? nlohmann::json(nullptr) : nlohmann::json(stats.lookahead.ps())},
+      {"last_event_ps", stats.last_event_time.ps()},
+      {"history_hash", pdes::format_hash(stats.history_hash)},
+      {"partition",
+       {{"partitioner", result.partition.partitioner},
+        {"lps_per_process", result.partition.lps_per_process},
+        {"imbalance", result.partition.imbalance},
+        {"cut_channels", result.partition.cut_channels}}},
+      {"params",
+       {{"lps", params.lps},
+        {"start_events", params.start_events},
+        {"remote", params.remote},
+        {"mean", params.mean},
+        {"lookahead", params.lookahead},
+        {"end", params.end},
+        {"seed", params.seed}}},
+      {"per_process", process_stats_json(stats)}};
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "config/scenario.h"
 #include "pdes/stats.h"
@@ -115,6 +116,25 @@ std::string summary_text(const std::string& scenario_name, const config::Scenari
                      "at most {} events pending on a process\n",
                      s.engine.events, s.engine.windows, s.engine.windows_per_simulated_second(),
                      s.engine.processes.size(), s.partition, peak_pending);
+  if (s.engine.processes.size() > 1) {
+    // Load balance: what each process executed, and where the slowest spent its time.
+    std::uint64_t least = std::numeric_limits<std::uint64_t>::max();
+    std::uint64_t most = 0;
+    const pdes::ProcessStats* slowest = &s.engine.processes.front();
+    for (const auto& process : s.engine.processes) {
+      least = std::min(least, process.events);
+      most = std::max(most, process.events);
+      if (process.wall_seconds > slowest->wall_seconds) {
+        slowest = &process;
+      }
+    }
+    const double mean = static_cast<double>(s.engine.events) / static_cast<double>(s.engine.processes.size());
+    out += fmt::format(
+        "engine load: events per process {} min, {:.0f} mean, {} max ({:.2f} x the mean); slowest "
+        "process {}: {:.3f} s executing events, {:.3f} s synchronising\n",
+        least, mean, most, mean > 0 ? static_cast<double>(most) / mean : 0.0, slowest->process,
+        slowest->event_seconds, slowest->sync_seconds);
+  }
   out += fmt::format("wall time: {:.3f} s ({:.3f} s simulating)\n", result.wall_s, s.engine.wall_seconds);
   for (const auto& warning : result.warnings) {
     out += "warning: " + warning + "\n";
@@ -190,9 +210,28 @@ nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& r
           {"processes", s.engine.processes.size()},
           {"partition", s.partition},
           {"simulate_wall_s", s.engine.wall_seconds},
+          {"engine_processes", process_stats_json(s.engine)},
           {"wall_s", result.wall_s},
           {"warnings", warnings},
           {"scenario", config::scenario_to_yaml(scenario)}};
+}
+
+nlohmann::json process_stats_json(const pdes::RunStats& stats) {
+  nlohmann::json per_process = nlohmann::json::array();
+  for (const auto& p : stats.processes) {
+    per_process.push_back({{"process", p.process},
+                           {"lps", p.lps},
+                           {"events", p.events},
+                           {"windows", p.windows},
+                           {"remote_sent", p.remote_sent},
+                           {"remote_received", p.remote_received},
+                           {"peak_pending", p.peak_pending},
+                           {"event_s", p.event_seconds},
+                           {"sync_s", p.sync_seconds},
+                           {"wall_s", p.wall_seconds},
+                           {"events_per_s", p.wall_seconds > 0 ? p.events / p.wall_seconds : 0.0}});
+  }
+  return per_process;
 }
 
 nlohmann::json spmd_report_json(const workload::SpmdReport& report) {

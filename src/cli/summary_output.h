@@ -2,15 +2,21 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <string>
 
 #include "cli/scenario_runner.h"
+#include "pdes/stats.h"
 
 namespace orrery::cli {
 
 std::string summary_text(const std::string& scenario_name, const config::Scenario& scenario, const RunResult& result);
 nlohmann::json summary_json(const config::Scenario& scenario, const RunResult& result);
+
+// One object per process of an engine run: `process`, `lps`, `events`, `windows`, `remote_sent`,
+// `remote_received`, `peak_pending`, `event_s` (executing events), `sync_s` (exchanging events
+// and agreeing on windows), `wall_s`, `events_per_s` (`orrery phold --json`'s `per_process`, a
+// run summary's `engine_processes`).
+nlohmann::json process_stats_json(const pdes::RunStats& stats);
 
 // What the SPMD partitioner did to one program: `devices`, `annotated_values`,
 // `inserted_collectives` (kind -> {"count", "bytes", "operand_bytes"}) and `replicated_ops`

@@ -13,7 +13,7 @@ scenario=$root/configs/scenarios/default.yaml
 
 # Same scenario, short: fewer chunks keep the test quick.
 "$orrery" --log-level warn run "$scenario" --summary-json "$work/one.json" > "$work/one.txt" || { echo "FAIL default run"; cat "$work/one.txt"; exit 1; }
-timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn run "$scenario" --summary-json "$work/two.json" > /dev/null || { echo "FAIL -np 2 run"; exit 1; }
+timeout 300 "$mpirun" -np 2 "$orrery" --log-level warn run "$scenario" --summary-json "$work/two.json" > "$work/two.txt" || { echo "FAIL -np 2 run"; exit 1; }
 /usr/bin/python3 - "$work/one.json" "$work/two.json" <<'PY' || failures=$((failures + 1))
 import json, sys
 one, two = (json.load(open(p)) for p in sys.argv[1:3])
@@ -23,7 +23,13 @@ assert one["ranks"] == 4 and one["step_time_s"] > 0 and one["compute_s"] > 0, on
 assert one["spmd_partitioned"] == [], one["spmd_partitioned"]
 assert one["compute_s"] <= one["step_time_s"] * 1.000001
 assert two["processes"] == 2 and one["processes"] == 1
-for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+# One object per process: their events and LPs add up to the run's, and each has its times.
+assert [p["process"] for p in two["engine_processes"]] == [0, 1], two["engine_processes"]
+assert sum(p["events"] for p in two["engine_processes"]) == two["events"]
+assert sum(p["remote_sent"] for p in two["engine_processes"]) == sum(p["remote_received"] for p in two["engine_processes"])
+assert all(p["wall_s"] >= p["event_s"] >= 0 and p["sync_s"] >= 0 and p["lps"] > 0 for p in two["engine_processes"])
+assert len(one["engine_processes"]) == 1 and one["engine_processes"][0]["events"] == one["events"]
+for key in ("wall_s", "simulate_wall_s", "engine_processes", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key); two.pop(key)
 assert one == two, "summary differs between -np 1 and -np 2"
 print("ok   default scenario: same summary for -np 1 and -np 2, step", one["step_time_s"])
@@ -31,6 +37,9 @@ PY
 grep -q "step time" "$work/one.txt" || { echo "FAIL text summary"; failures=$((failures + 1)); }
 grep -Eq "^engine: .*; at most [1-9][0-9]* events pending on a process$" "$work/one.txt" ||
   { echo "FAIL text summary: no peak pending-event count on the engine line"; failures=$((failures + 1)); }
+grep -Eq "^engine load: events per process [0-9]+ min, [0-9]+ mean, [0-9]+ max \([0-9.]+ x the mean\); slowest process [01]: " "$work/two.txt" ||
+  { echo "FAIL text summary: no engine load line on two processes"; failures=$((failures + 1)); }
+! grep -q "^engine load:" "$work/one.txt" || { echo "FAIL text summary: engine load line on one process"; failures=$((failures + 1)); }
 
 # The job script for workstations and interactive allocations gives the same summary.
 ORRERY=$orrery timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-json "$work/job.json" > /dev/null 2>&1 ||
@@ -39,7 +48,7 @@ ORRERY=$orrery timeout 300 "$root/jobs/run-mpirun.sh" 2 "$scenario" --summary-js
 import json, sys
 one, job = (json.load(open(p)) for p in sys.argv[1:3])
 assert job["processes"] == 2, job["processes"]
-for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+for key in ("wall_s", "simulate_wall_s", "engine_processes", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key); job.pop(key)
 assert one == job, "jobs/run-mpirun.sh summary differs from the -np 1 run"
 print("ok   jobs/run-mpirun.sh 2: same summary")
@@ -87,7 +96,7 @@ assert one["ranks"] == 8 and one["comm_s"] > 0, one
 spmd = one["spmd_partitioned"]
 assert len(spmd) == 1 and spmd[0]["devices"] == 8 and spmd[0]["replicated_ops"] == {}, spmd
 assert spmd[0]["inserted_collectives"]["all_gather"]["count"] == 100, spmd
-for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+for key in ("wall_s", "simulate_wall_s", "engine_processes", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key); two.pop(key)
 assert one == two, "pre-SPMD summary differs between -np 1 and -np 2"
 print("ok   pre-SPMD scenario: partitioned, communicates, same summary for -np 1 and -np 2, step", one["step_time_s"])

@@ -43,7 +43,7 @@ else:
     assert {a.split(":")[0] for a in algorithms} == kinds, algorithms
     assert len(one["memory"]) == 8 and all(m["fits"] for m in one["memory"]), one["memory"]
 assert one["step_time_s"] > one["compute_s"] > 0, one
-for key in ("wall_s", "simulate_wall_s", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
+for key in ("wall_s", "simulate_wall_s", "engine_processes", "processes", "partition", "windows", "windows_per_simulated_s", "events"):
     one.pop(key, None)
     two.pop(key, None)
 assert one == two, "summaries differ between -np 1 and -np 2"
