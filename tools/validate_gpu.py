@@ -122,6 +122,57 @@ def load_hardware_bandwidth(root, name):
     return float(re.search(r"^\s*memory_bandwidth_GBps:\s*([0-9.]+)", text, re.M).group(1)) * 1e9
 
 
+def load_launch_overhead_us(root, name):
+    """The preset's fitted launch overhead in microseconds."""
+    text = open(os.path.join(root, "configs/hardware", name + ".yaml")).read()
+    return float(re.search(r"^\s*launch_overhead_us:\s*([0-9.]+)", text, re.M).group(1))
+
+
+SMALL_US = 2.0  # a kernel shorter than this in the trace counts as small
+
+
+def small_kernels(path):
+    """From a program's profiler trace (three steps): per step, the kernels shorter than SMALL_US and
+    their median duration, the median idle time between consecutive kernels inside a step (the
+    STEPS - 1 longest gaps, between steps, left out), and the copies (memcpy kernels) and their time."""
+    events = sorted(trace_summary.gpu_events(trace_summary.load(path)), key=lambda e: e["ts"])
+    steps = trace_summary.STEPS
+    gaps = []
+    end = events[0]["ts"] + events[0]["dur"]
+    for e in events[1:]:
+        gaps.append(max(0.0, e["ts"] - end))
+        end = max(end, e["ts"] + e["dur"])
+    gaps = sorted(gaps)[:len(gaps) - (steps - 1)]
+    small = sorted(e["dur"] for e in events if e["dur"] < SMALL_US)
+    copies = [e["dur"] for e in events if "memcpy" in e["name"].lower()]
+    median = lambda values: values[len(values) // 2] if values else float("nan")  # noqa: E731
+    return {"small": len(small) / steps, "small_us": median(small), "gap_us": median(gaps),
+            "copies": len(copies) / steps, "copies_us": sum(copies) / steps}
+
+
+def small_kernel_table(args, data, results):
+    print("### Small kernels and the launch overhead\n")
+    print(f"From the same profiler traces, per step: the kernels that ran shorter than {SMALL_US:g} µs and their "
+          "median duration, the median idle time between consecutive kernels inside a step, and the copies "
+          "(memcpy kernels: XLA's copies back to a parameter's layout among them) and their time. Orrery's "
+          "roofline gives every kernel the preset's fitted launch overhead (one figure for every kernel class, "
+          "fitted on all the kernel microbenchmarks at once, most of them GEMMs); a kernel XLA runs in a step "
+          "costs its duration plus the gap before it.\n")
+    print("| GPU | program | small kernels | their median (µs) | median gap (µs) | copies | copies' time (µs) | "
+          "preset's launch overhead (µs) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for hardware, folder, _ in GPUS:
+        overhead = load_launch_overhead_us(args.root, hardware)
+        for name, *_ in results[hardware][1]:
+            path = os.path.join(data, folder, "programs", name + ".trace.json.xz")
+            if not os.path.exists(path):
+                continue
+            k = small_kernels(path)
+            print(f"| {hardware} | {name} | {k['small']:.0f} | {k['small_us']:.2f} | {k['gap_us']:.2f} | "
+                  f"{k['copies']:.0f} | {k['copies_us']:.0f} | {overhead:.2f} |")
+    print()
+
+
 def pct(predicted, measured):
     return f"{(predicted / measured - 1) * 100:+.1f}%"
 
@@ -432,6 +483,8 @@ def main():
                           f"{achieved / 1e12:.2f} ({achieved / bandwidth[hardware] * 100:.0f}%)"]
             print("| " + " | ".join(cells) + " |")
         print()
+
+        small_kernel_table(args, data, results)
 
         print("## XLA's fused kernels alone\n")
         print("The memory-bound patterns of these steps, each jitted by itself at the shapes the programs use "
