@@ -132,35 +132,41 @@ SMALL_US = 2.0  # a kernel shorter than this in the trace counts as small
 
 
 def small_kernels(path):
-    """From a program's profiler trace (three steps): per step, the kernels shorter than SMALL_US and
-    their median duration, the median idle time between consecutive kernels inside a step (the
-    STEPS - 1 longest gaps, between steps, left out), and the copies (memcpy kernels) and their time."""
+    """From a program's profiler trace (three steps): per step, the kernels other than copies shorter
+    than SMALL_US and their median duration; between consecutive kernels inside a step (the
+    STEPS - 1 longest gaps, between steps, left out), the share that overlap (a kernel starting
+    before the previous one ends, as kernels of a CUDA graph may) and the median idle time of the
+    rest; and the copies (memcpy kernels) and their time."""
     events = sorted(trace_summary.gpu_events(trace_summary.load(path)), key=lambda e: e["ts"])
     steps = trace_summary.STEPS
     gaps = []
     end = events[0]["ts"] + events[0]["dur"]
     for e in events[1:]:
-        gaps.append(max(0.0, e["ts"] - end))
+        gaps.append(e["ts"] - end)
         end = max(end, e["ts"] + e["dur"])
     gaps = sorted(gaps)[:len(gaps) - (steps - 1)]
-    small = sorted(e["dur"] for e in events if e["dur"] < SMALL_US)
+    idle = [g for g in gaps if g > 0]
     copies = [e["dur"] for e in events if "memcpy" in e["name"].lower()]
+    small = sorted(e["dur"] for e in events if e["dur"] < SMALL_US and "memcpy" not in e["name"].lower())
     median = lambda values: values[len(values) // 2] if values else float("nan")  # noqa: E731
-    return {"small": len(small) / steps, "small_us": median(small), "gap_us": median(gaps),
+    return {"small": len(small) / steps, "small_us": median(small),
+            "overlap": (len(gaps) - len(idle)) / len(gaps) if gaps else float("nan"), "gap_us": median(idle),
             "copies": len(copies) / steps, "copies_us": sum(copies) / steps}
 
 
 def small_kernel_table(args, data, results):
     print("### Small kernels and the launch overhead\n")
-    print(f"From the same profiler traces, per step: the kernels that ran shorter than {SMALL_US:g} µs and their "
-          "median duration, the median idle time between consecutive kernels inside a step, and the copies "
-          "(memcpy kernels: XLA's copies back to a parameter's layout among them) and their time. Orrery's "
-          "roofline gives every kernel the preset's fitted launch overhead (one figure for every kernel class, "
-          "fitted on all the kernel microbenchmarks at once, most of them GEMMs); a kernel XLA runs in a step "
-          "costs its duration plus the gap before it.\n")
-    print("| GPU | program | small kernels | their median (µs) | median gap (µs) | copies | copies' time (µs) | "
-          "preset's launch overhead (µs) |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"From the same profiler traces, per step: the kernels other than copies that ran shorter than "
+          f"{SMALL_US:g} µs and their median duration; between consecutive kernels of a step, the share that "
+          "overlap (a kernel starting before the previous one ends, as kernels launched from a CUDA graph may) "
+          "and the median idle time between the others; and the copies (memcpy kernels: XLA's copies back to a "
+          "parameter's layout among them) and their time. Orrery's roofline gives every kernel the preset's "
+          "fitted launch overhead (one figure for every kernel class, fitted on all the kernel microbenchmarks "
+          "at once, most of them GEMMs; memory-bound kernels small enough to stay in the L2 cache are left out "
+          "of the fit); a kernel XLA runs in a step costs its duration plus the idle time before it.\n")
+    print("| GPU | program | small kernels | their median (µs) | overlapping | median idle gap (µs) | copies | "
+          "copies' time (µs) | preset's launch overhead (µs) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for hardware, folder, _ in GPUS:
         overhead = load_launch_overhead_us(args.root, hardware)
         for name, *_ in results[hardware][1]:
@@ -168,8 +174,8 @@ def small_kernel_table(args, data, results):
             if not os.path.exists(path):
                 continue
             k = small_kernels(path)
-            print(f"| {hardware} | {name} | {k['small']:.0f} | {k['small_us']:.2f} | {k['gap_us']:.2f} | "
-                  f"{k['copies']:.0f} | {k['copies_us']:.0f} | {overhead:.2f} |")
+            print(f"| {hardware} | {name} | {k['small']:.0f} | {k['small_us']:.2f} | {k['overlap'] * 100:.0f}% | "
+                  f"{k['gap_us']:.2f} | {k['copies']:.0f} | {k['copies_us']:.0f} | {overhead:.2f} |")
     print()
 
 

@@ -432,16 +432,37 @@ class ProgramCoster {
   // producer into its only consumer); without this rule every parameter's update became one
   // kernel, where XLA launches one per parameter.
   bool scalar_link(OpId user, workload::ValueRef v) const {
-    const auto one = p_.types().element_count(p_.value_type(v));
-    if (!one || *one != 1) {
+    if (!one_element(v)) {
       return false;
     }
     const auto results = p_.result_types(p_.op(user));
-    if (results.empty()) {
+    if (results.empty() || !p_.types().is_tensor(results[0])) {
       return false;
     }
     const auto elements = p_.types().element_count(results[0]);
-    return elements && *elements > 1;
+    return !elements || *elements > 1;  // a dynamic shape counts as larger
+  }
+
+  // The link of scalar_link, except back over a GPU row-reduction kernel's own row: a softmax or
+  // RMS norm over a single row broadcasts its one-element row result over the row's elements, in
+  // its own kernel. (A scalar such a kernel computes for tensors of other sizes -- a global norm
+  // scaling every gradient -- stays a link.)
+  bool apart_through_scalar(OpId user, workload::ValueRef v) {
+    if (!scalar_link(user, v)) {
+      return false;
+    }
+    const std::uint32_t r = region_of(v);
+    if (r == kNoRegion || region_row_elements_[r] == 0) {
+      return true;
+    }
+    const auto elements = p_.types().element_count(p_.result_types(p_.op(user))[0]);
+    return !elements || *elements != region_row_elements_[r];
+  }
+
+  // Whether a value has exactly one element (an effective scalar).
+  bool one_element(workload::ValueRef v) const {
+    const auto n = p_.types().element_count(p_.value_type(v));
+    return n && *n == 1;
   }
 
   // The op of `block` that `user` is, or is nested in; kNoId when `user` is outside the block.
@@ -595,7 +616,7 @@ class ProgramCoster {
           if (std::find(producers.begin(), producers.end(), a) == producers.end()) {
             producers.push_back(a);
           }
-          if (!scalar_link(op, v) &&
+          if (!apart_through_scalar(op, v) &&
               std::find(through_tensors.begin(), through_tensors.end(), a) == through_tensors.end()) {
             through_tensors.push_back(a);
           }
@@ -639,6 +660,7 @@ class ProgramCoster {
           continue;
         }
         region_parent_[a] = k;
+        region_row_elements_[k] = std::max(region_row_elements_[k], region_row_elements_[a]);
         if (ops_of[k].size() < ops_of[a].size()) {
           ops_of[k].swap(ops_of[a]);  // append the shorter list: linear over all merges
         }
@@ -673,6 +695,8 @@ class ProgramCoster {
         if (r != kNoRegion && (producer == OpKind::kReduce || producer == OpKind::kReduceWindow)) {
           if (const std::uint64_t row = row_epilogue(v.op(), id); row != 0) {
             row_result_[v.op()] = row;
+            const auto full = p_.types().element_count(p_.value_type(p_.operands(p_.op(v.op()))[0]));
+            region_row_elements_[r] = std::max(region_row_elements_[r], full.value_or(0));
           } else {
             after_reduction.push_back(r);
           }
@@ -691,6 +715,7 @@ class ProgramCoster {
           joined = r;
         } else {
           region_parent_[r] = joined;  // merge: both open, so neither depends on the other
+          region_row_elements_[joined] = std::max(region_row_elements_[joined], region_row_elements_[r]);
         }
       };
       std::uint8_t flags = 0;
@@ -698,7 +723,7 @@ class ProgramCoster {
       const std::uint64_t result_bytes = results.empty() ? 0 : counter_.type_bytes(results[0], flags);
       std::vector<std::uint32_t> through_scalars;  // regions the op reads only a scalar of
       for (const workload::ValueRef v : p_.operands(op)) {
-        if (scalar_link(id, v)) {
+        if (apart_through_scalar(id, v)) {
           if (const std::uint32_t r = region_of(v); r != kNoRegion) {
             through_scalars.push_back(r);
           }
@@ -706,8 +731,9 @@ class ProgramCoster {
         }
         join(region_of(v));  // producer-consumer fusion
         // Sibling (multi-output) fusion: an open kernel that reads the same value, when that value
-        // is at least as large as this op's result (reading it once saves at least as much).
-        if (!v.is_op_result() || region_of(v) == kNoRegion) {
+        // is at least as large as this op's result (reading it once saves at least as much) and
+        // not a scalar (XLA's multi-output fusion skips effective scalars as shared operands).
+        if ((!v.is_op_result() || region_of(v) == kNoRegion) && !one_element(v)) {
           const auto reader = readers_.find(v.key());
           const bool constant = v.is_op_result() && p_.op(v.op()).kind == OpKind::kConstant;
           if (reader != readers_.end() && !constant && counter_.value_bytes(v, flags) >= result_bytes) {
@@ -727,6 +753,7 @@ class ProgramCoster {
         joined = static_cast<std::uint32_t>(region_parent_.size());
         region_parent_.push_back(joined);
         region_open_.push_back(true);
+        region_row_elements_.push_back(0);
       }
       region_[id] = joined;
       is_member_[id] = true;
@@ -1340,6 +1367,8 @@ class ProgramCoster {
   std::vector<bool> is_member_;
   std::vector<std::uint32_t> region_parent_;
   std::vector<bool> region_open_;
+  // Elements of the input of the GPU row reduction a region uses in place (the largest), or 0.
+  std::vector<std::uint64_t> region_row_elements_;
   std::vector<std::vector<std::pair<std::uint32_t, OpId>>> users_;  // (result index, user) per op
   std::vector<std::uint8_t> duplicable_;                              // 0 unknown, 1 yes, 2 no
   std::unordered_map<std::uint64_t, std::uint32_t> readers_;          // outside value -> a region reading it

@@ -739,6 +739,57 @@ TEST(ProgramCosts, UpdatesSharingAScalarAreKernelsOfTheirOwn) {
   EXPECT_EQ(execution_totals(*p, fused).launches, 6U);
 }
 
+// Two limits of the scalar rule above. A softmax over a single row broadcasts its one-element row
+// results back over the row inside its own kernel (a GPU row-reduction kernel), as over many rows.
+// And a scalar argument that two kernels read does not join them (sibling fusion skips scalars):
+// the expensive power of it stays with its one user.
+constexpr const char* kOneRowSoftmax = R"(
+func.func @main(%x: tensor<1x4096xf32>) -> tensor<1x4096xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<1x4096xf32>, tensor<f32>) -> tensor<1xf32>
+  %mb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<1xf32>) -> tensor<1x4096xf32>
+  %c = stablehlo.subtract %x, %mb : tensor<1x4096xf32>
+  %p = stablehlo.exponential %c : tensor<1x4096xf32>
+  %s = stablehlo.reduce(%p init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<1x4096xf32>, tensor<f32>) -> tensor<1xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<1xf32>) -> tensor<1x4096xf32>
+  %y = stablehlo.divide %p, %sb : tensor<1x4096xf32>
+  return %y : tensor<1x4096xf32>
+}
+)";
+constexpr const char* kScalarArgumentReaders = R"(
+func.func @main(%t: tensor<f32>, %p1: tensor<1024xf32>, %p2: tensor<4096xf32>) -> (tensor<1024xf32>, tensor<4096xf32>) {
+  %c = stablehlo.constant dense<0.9> : tensor<f32>
+  %b1 = stablehlo.broadcast_in_dim %t, dims = [] : (tensor<f32>) -> tensor<1024xf32>
+  %u1 = stablehlo.multiply %p1, %b1 : tensor<1024xf32>
+  %k = stablehlo.power %c, %t : tensor<f32>
+  %b2 = stablehlo.broadcast_in_dim %k, dims = [] : (tensor<f32>) -> tensor<4096xf32>
+  %u2 = stablehlo.multiply %p2, %b2 : tensor<4096xf32>
+  return %u1, %u2 : tensor<1024xf32>, tensor<4096xf32>
+}
+)";
+
+TEST(ProgramCosts, AOneRowSoftmaxIsOneKernelAndAScalarArgumentJoinsNoKernels) {
+  const RegionCosts softmax = regions_of(kOneRowSoftmax);
+  ASSERT_NE(softmax.program, nullptr);
+  const OpId divide = first(*softmax.program, OpKind::kDivide);
+  EXPECT_EQ(softmax.costs[divide].role, CostRole::kCompute);
+  EXPECT_EQ(softmax.costs[first(*softmax.program, OpKind::kReduce)].fused_into, divide);
+  EXPECT_EQ(softmax.costs[first(*softmax.program, OpKind::kExponential)].fused_into, divide);
+  EXPECT_EQ(execution_totals(*softmax.program, softmax.costs).launches, 1U);
+
+  const RegionCosts readers = regions_of(kScalarArgumentReaders);
+  const auto& p = readers.program;
+  ASSERT_NE(p, nullptr);
+  const OpId u1 = first(*p, OpKind::kMultiply);
+  const OpId u2 = first(*p, OpKind::kMultiply, 1);
+  EXPECT_EQ(readers.costs[u1].role, CostRole::kCompute);
+  EXPECT_EQ(readers.costs[u2].role, CostRole::kCompute);
+  EXPECT_EQ(readers.costs[first(*p, OpKind::kPower)].fused_into, u2);
+  EXPECT_EQ(readers.costs[u1].bytes_written.count, 4096U);  // u1 only, not the power's result
+  EXPECT_EQ(execution_totals(*p, readers.costs).launches, 2U);
+}
+
 // A softmax's backward pass on a GPU recomputes the probabilities from the bf16 scores (XLA's GPU
 // backend counts f32 exponentials as cheap): p = exp(convert(s) - max) is written by no kernel, and
 // the backward kernel reads s (8 KiB), the max (256 B) and the gradient instead of p (16 KiB). On a

@@ -114,7 +114,7 @@ then :; else fail "traced_steps_on_the_gpu"; fi
 # The page: its step tables, and a small-kernel row per GPU and program (10) with a launch overhead.
 page=$(timeout 120 python3 "$source_dir/tools/validate_gpu.py" --orrery "$orrery" --root "$source_dir" 2>&1)
 if [[ $? -eq 0 && $page == *"## Step times"* ]] &&
-  [[ $(grep -Ec "^\| H[12]00 \| (llama|resnet)[^|]* \| [0-9]+ \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| [0-9]+ \| [0-9.]+ \|$" <<< "$page") -eq 10 ]]; then
+  [[ $(grep -Ec "^\| H[12]00 \| (llama|resnet)[^|]* \| [0-9]+ \| [0-9.]+ \| [0-9]+% \| [0-9.]+ \| [0-9]+ \| [0-9]+ \| [0-9.]+ \|$" <<< "$page") -eq 10 ]]; then
   echo "ok   validate_gpu_page"
 else
   fail "validate_gpu_page"

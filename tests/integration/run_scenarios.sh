@@ -37,7 +37,7 @@ PY
 grep -q "step time" "$work/one.txt" || { echo "FAIL text summary"; failures=$((failures + 1)); }
 grep -Eq "^engine: .*; at most [1-9][0-9]* events pending on a process$" "$work/one.txt" ||
   { echo "FAIL text summary: no peak pending-event count on the engine line"; failures=$((failures + 1)); }
-grep -Eq "^engine load: events per process [0-9]+ min, [0-9]+ mean, [0-9]+ max \([0-9.]+ x the mean\); slowest process [01]: " "$work/two.txt" ||
+grep -Eq "^engine load: events per process [0-9]+ min, [0-9]+ mean, [0-9]+ max \([0-9.]+ x the mean\); busiest process [01]: " "$work/two.txt" ||
   { echo "FAIL text summary: no engine load line on two processes"; failures=$((failures + 1)); }
 ! grep -q "^engine load:" "$work/one.txt" || { echo "FAIL text summary: engine load line on one process"; failures=$((failures + 1)); }
 
