@@ -423,15 +423,18 @@ class ProgramCoster {
     return find_set(region_[v.op()]);
   }
 
-  // A one-element value that op `user` uses to make a larger result (a scalar broadcast to a
+  // Whether op `user` reads one-element value `v` to make a larger result (a scalar broadcast to a
   // tensor, the step count in every parameter's optimizer update). XLA never fuses two consumers
   // together through such a value: its producer-consumer fusion duplicates a cheap producer into
   // each consumer or leaves an expensive one its own kernel, and its multi-output fusion skips
   // effective scalars as shared operands (IsProfitableOperand). Regions do not join through such
   // a link, and a kernel takes in another through one only as that kernel's one user (XLA fuses a
   // producer into its only consumer); without this rule every parameter's update became one
-  // kernel, where XLA launches one per parameter.
-  bool scalar_link(OpId user, workload::ValueRef v) const {
+  // kernel, where XLA launches one per parameter. Not a link: an op back over a GPU row-reduction
+  // kernel's own reduced tensor (a softmax or RMS norm over a single row broadcasts its
+  // one-element row result over the row, in its own kernel); a scalar such a kernel computes for
+  // tensors of other sizes (a global norm scaling every gradient) still is one.
+  bool apart_through_scalar(OpId user, workload::ValueRef v) {
     if (!one_element(v)) {
       return false;
     }
@@ -440,23 +443,11 @@ class ProgramCoster {
       return false;
     }
     const auto elements = p_.types().element_count(results[0]);
-    return !elements || *elements > 1;  // a dynamic shape counts as larger
-  }
-
-  // The link of scalar_link, except back over a GPU row-reduction kernel's own row: a softmax or
-  // RMS norm over a single row broadcasts its one-element row result over the row's elements, in
-  // its own kernel. (A scalar such a kernel computes for tensors of other sizes -- a global norm
-  // scaling every gradient -- stays a link.)
-  bool apart_through_scalar(OpId user, workload::ValueRef v) {
-    if (!scalar_link(user, v)) {
+    if (elements && *elements <= 1) {
       return false;
     }
     const std::uint32_t r = region_of(v);
-    if (r == kNoRegion || region_row_elements_[r] == 0) {
-      return true;
-    }
-    const auto elements = p_.types().element_count(p_.result_types(p_.op(user))[0]);
-    return !elements || *elements != region_row_elements_[r];
+    return r == kNoRegion || region_row_elements_[r] == 0 || !elements || *elements != region_row_elements_[r];
   }
 
   // Whether a value has exactly one element (an effective scalar).
@@ -646,7 +637,7 @@ class ProgramCoster {
         }
         // Every other use of A's values comes after K's kernel op. A kernel K reads only scalars
         // of is taken in only when K is its one user (XLA fuses a producer into its only consumer;
-        // one shared by several stays apart, scalar_link).
+        // one shared by several stays apart, apart_through_scalar).
         const bool scalars_only =
             std::find(through_tensors.begin(), through_tensors.end(), a) == through_tensors.end();
         for (const OpId op : ops_of[a]) {
