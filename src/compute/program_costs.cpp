@@ -447,7 +447,8 @@ class ProgramCoster {
       return false;
     }
     const std::uint32_t r = region_of(v);
-    return r == kNoRegion || region_row_elements_[r] == 0 || !elements || *elements != region_row_elements_[r];
+    return r == kNoRegion || region_row_elements_[r] == 0 || !elements ||
+           *elements != region_row_elements_[r];
   }
 
   // Whether a value has exactly one element (an effective scalar).
